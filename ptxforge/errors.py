@@ -1,0 +1,70 @@
+"""The ptxforge error hierarchy: one base class, one subclass per kind of mistake."""
+
+from __future__ import annotations
+
+__all__ = [
+    "PtxforgeError",
+    "PtxTypeError",
+    "BuildError",
+    "UnsupportedError",
+    "ParseError",
+    "CompileError",
+    "BackendUnavailableError",
+    "DeviceError",
+    "LaunchError",
+]
+
+
+class PtxforgeError(Exception):
+    """Base class of every error ptxforge raises on purpose."""
+
+
+class PtxTypeError(PtxforgeError, TypeError):
+    """An operand's type does not fit the operation (raised at build time)."""
+
+
+class BuildError(PtxforgeError, ValueError):
+    """A kernel is malformed: undefined label, value out of range, misuse of the builder."""
+
+
+class UnsupportedError(PtxforgeError):
+    """The requested operation needs a newer target or PTX ISA than the one selected."""
+
+
+class ParseError(PtxforgeError, ValueError):
+    """PTX text could not be parsed; carries the file, line, column and offending line."""
+
+    def __init__(self, message: str, *, file: str = "<ptx>", line: int = 0,
+                 column: int = 0, text: str = "") -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.text = text
+        where = f"{file}:{line}:{column}"
+        caret = ""
+        if text:
+            caret = f"\n    {text}\n    {' ' * max(column - 1, 0)}^"
+        super().__init__(f"{where}: {message}{caret}")
+
+
+class CompileError(PtxforgeError):
+    """ptxas (through any backend) rejected the PTX; carries the backend's log."""
+
+    def __init__(self, message: str, *, log: str = "", backend: str = "") -> None:
+        self.log = log
+        self.backend = backend
+        text = message if not log else f"{message}\n--- {backend or 'ptxas'} log ---\n{log.rstrip()}"
+        super().__init__(text)
+
+
+class BackendUnavailableError(PtxforgeError):
+    """A compile backend (or its package) is not installed or cannot run here."""
+
+
+class DeviceError(PtxforgeError):
+    """No GPU or CUDA driver is available, or the driver reported an error."""
+
+
+class LaunchError(PtxforgeError, ValueError):
+    """A kernel launch was asked with wrong arguments (count, type, range, grid)."""
