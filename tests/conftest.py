@@ -33,3 +33,41 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# --- real ptxas through nvJitLink (no GPU needed) -------------------------------------------
+# A deliberately small helper so tests can ask ptxas before ptxforge.compile existed; it runs
+# the real ptxas inside nvJitLink and returns its verbose log.
+
+def nvjitlink_compile(ptx: str, arch: str = "sm_80", extra: tuple = ()) -> str:
+    """Compile PTX with nvJitLink; return ptxas's info log, raise AssertionError with the log."""
+    from cuda.bindings import nvjitlink
+
+    data = ptx.encode()
+    handle = nvjitlink.create(2 + len(extra), [f"-arch={arch}", "-verbose", *extra])
+    try:
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "test.ptx")
+        ok = True
+        try:
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError:
+            ok = False
+        size = nvjitlink.get_error_log_size(handle)
+        err = bytearray(size)
+        if size:
+            nvjitlink.get_error_log(handle, err)
+        size = nvjitlink.get_info_log_size(handle)
+        info = bytearray(size)
+        if size:
+            nvjitlink.get_info_log(handle, info)
+    finally:
+        nvjitlink.destroy(handle)
+    if not ok:
+        raise AssertionError(f"ptxas rejected the PTX for {arch}:\n{err.decode(errors='replace')}\n{ptx}")
+    return info.decode(errors="replace")
+
+
+@pytest.fixture
+def ptxas_accepts():
+    """Call ``ptxas_accepts(ptx, arch)``: fails the test with ptxas's log if rejected."""
+    return nvjitlink_compile
