@@ -1,0 +1,168 @@
+"""Put a liveness estimate beside what ptxas assigned, with occupancy at both counts.
+
+The estimate is what the code needs (maximum simultaneously live general registers in 32-bit
+units, and predicates); ptxas's count is what the kernel gets.  The gap has known systematic
+parts, explained in every report:
+
+* ptxas reserves registers beyond the code's needs: the count it reports is the highest
+  register index used plus a few (on sm_80/sm_90 typically + 3: ABI/scratch registers), and
+  allocation is in pairs/quads for 64/128-bit values, which leaves holes;
+* predicates live in their own 7-entry file (P0..P6) and never count as registers — unless
+  more than 7 are live, when ptxas keeps the excess in general registers;
+* constants and kernel parameters are folded into instructions as immediates and constant
+  bank operands (c[0x0][…]), so values the PTX holds in registers may need none;
+* ptxas rematerialises, schedules for latency and may trade registers for spills under a cap.
+
+Example::
+
+    >>> c = compare(Estimate(registers=40, predicates=2), stats, block_size=256)   # doctest: +SKIP
+    >>> print(c.to_text())                                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import attrs
+
+from .compile import KernelStats
+from .errors import PtxforgeError
+from .occupancy import Occupancy, occupancy
+
+__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS"]
+
+EXPLANATIONS = (
+    "ptxas reports the highest physical register index used plus its reserved registers "
+    "(on sm_80/sm_90 typically +3 over what the code needs); 64-bit values take aligned "
+    "register pairs, leaving holes.",
+    "Predicates live in their own file (7 per thread) and are not in ptxas's register count.",
+    "Constants and kernel parameters are folded into instructions (immediates, c[0x0][...] "
+    "operands), so values the PTX keeps in registers may cost none.",
+    "Under a register cap ptxas trades registers for spills (local memory traffic) and "
+    "rematerialisation; spill bytes show the cost.",
+)
+
+
+@attrs.frozen(slots=True)
+class Estimate:
+    """A liveness estimate: general registers (32-bit units) and predicates."""
+
+    registers: int = attrs.field(validator=attrs.validators.ge(0))
+    predicates: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    source: str = "liveness"
+
+    @classmethod
+    def of(cls, value) -> "Estimate":
+        """From an Estimate, an int, a (registers, predicates) pair or a liveness/pressure result
+        exposing ``registers``/``max_registers``/``max_live`` and ``predicates``/``max_predicates``."""
+        if isinstance(value, Estimate):
+            return value
+        if isinstance(value, int):
+            return cls(value)
+        if isinstance(value, tuple) and len(value) == 2:
+            return cls(int(value[0]), int(value[1]))
+        for reg_key in ("registers", "max_registers", "max_live", "general", "max_general"):
+            regs = getattr(value, reg_key, None)
+            if isinstance(regs, int):
+                preds = 0
+                for p_key in ("predicates", "max_predicates", "max_live_predicates"):
+                    p = getattr(value, p_key, None)
+                    if isinstance(p, int):
+                        preds = p
+                        break
+                return cls(regs, preds, type(value).__name__)
+        raise PtxforgeError(f"compare: cannot read a register estimate from "
+                            f"{type(value).__name__}; expected an int, (registers, predicates) "
+                            "or an object with .registers and .predicates")
+
+
+@attrs.frozen(slots=True)
+class Comparison:
+    """Estimate vs ptxas for one kernel."""
+
+    kernel: str
+    target: str
+    block_size: int
+    estimate: Estimate
+    stats: KernelStats
+    occupancy_estimate: Occupancy
+    occupancy_ptxas: Occupancy
+
+    @property
+    def difference(self) -> int:
+        return self.stats.registers - self.estimate.registers
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return None if self.estimate.registers == 0 else self.stats.registers / self.estimate.registers
+
+    def notes(self) -> tuple:
+        out = list(EXPLANATIONS)
+        s = self.stats
+        if s.register_cap is not None and s.registers >= s.register_cap:
+            out.append(f"The register cap ({s.register_cap}) binds: ptxas used all of it.")
+        if s.spills:
+            out.append(f"ptxas spilled: {s.spill_stores} bytes stored, {s.spill_loads} bytes "
+                       "loaded per thread; the estimate assumes no spilling.")
+        if s.local_array_bytes:
+            out.append(f"{s.local_array_bytes} bytes of the {s.stack_frame}-byte stack frame are "
+                       "local arrays declared in the PTX, not spills.")
+        if self.estimate.predicates > 7:
+            out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
+                       "registers: the excess costs general registers.")
+        if self.occupancy_estimate.active_blocks != self.occupancy_ptxas.active_blocks:
+            out.append(f"The gap changes occupancy: {self.occupancy_estimate.active_blocks} blocks/SM "
+                       f"at the estimate, {self.occupancy_ptxas.active_blocks} at ptxas's count.")
+        return tuple(out)
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel, "target": self.target, "block_size": self.block_size,
+            "estimate": {"registers": self.estimate.registers,
+                         "predicates": self.estimate.predicates, "source": self.estimate.source},
+            "ptxas": {"registers": self.stats.registers, "spill_stores": self.stats.spill_stores,
+                      "spill_loads": self.stats.spill_loads, "stack_frame": self.stats.stack_frame,
+                      "local_array_bytes": self.stats.local_array_bytes,
+                      "register_cap": self.stats.register_cap, "backend": self.stats.backend},
+            "difference": self.difference,
+            "ratio": None if self.ratio is None else round(self.ratio, 6),
+            "occupancy": {"estimate": self.occupancy_estimate.to_dict(),
+                          "ptxas": self.occupancy_ptxas.to_dict()},
+            "notes": list(self.notes()),
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    def to_text(self) -> str:
+        oe, op = self.occupancy_estimate, self.occupancy_ptxas
+        ratio = "n/a" if self.ratio is None else f"{self.ratio:.2f}x"
+        s = self.stats
+        lines = [
+            f"{self.kernel} on {self.target} ({s.backend}), {self.block_size} threads/block",
+            f"  estimate : {self.estimate.registers:4d} registers, {self.estimate.predicates} predicates"
+            f"  -> {oe.active_blocks} blocks/SM, {oe.occupancy * 100:.1f}% occupancy",
+            f"  ptxas    : {s.registers:4d} registers"
+            + (f" (cap {s.register_cap})" if s.register_cap else "")
+            + f"  -> {op.active_blocks} blocks/SM, {op.occupancy * 100:.1f}% occupancy"
+            f" (limited by {', '.join(op.limiting)})",
+            f"  gap      : {self.difference:+d} registers ({ratio})",
+            f"  spills   : {s.spill_stores} B stored, {s.spill_loads} B loaded; stack frame "
+            f"{s.stack_frame} B ({s.local_array_bytes} B local arrays)",
+            "  notes:",
+        ]
+        lines += [f"    - {n}" for n in self.notes()]
+        return "\n".join(lines)
+
+
+def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
+            dynamic_shared: int = 0) -> Comparison:
+    """Compare a liveness estimate with ptxas's stats for the same kernel."""
+    est = Estimate.of(estimate)
+    tgt = target or stats.target
+    kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
+              barriers=max(stats.barriers or 1, 1))
+    return Comparison(stats.name, tgt, block_size, est, stats,
+                      occupancy(min(est.registers, 255), block_size, tgt, **kw),
+                      occupancy(stats.registers, block_size, tgt, **kw))

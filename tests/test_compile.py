@@ -1,0 +1,149 @@
+"""Compile through nvJitLink and the ptxas executable (real ptxas, no GPU)."""
+
+from pathlib import Path
+
+import pytest
+
+from ptxforge.backends import PtxasBackend, find_ptxas, ptxas_version
+from ptxforge.compile import (CompileOptions, available_backends, backend_status, compile_many,
+                              compile_ptx, normalize_target, ptx_entries)
+from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
+
+PTX = Path(__file__).parent / "data" / "ptx"
+
+
+def read(name):
+    return (PTX / name).read_text()
+
+
+def test_options_turn_into_flags_in_one_place():
+    o = CompileOptions(max_registers=64, opt_level=2, line_info=True, extra="--warn-on-spills")
+    assert o.ptxas_args("sm_80") == ["-arch=sm_80", "-v", "-O2", "--maxrregcount=64", "-lineinfo",
+                                     "--warn-on-spills"]
+    assert o.nvjitlink_args("sm_90a") == ["-arch=sm_90a", "-verbose", "-O2", "-maxrregcount=64",
+                                          "-lineinfo", "-Xptxas=--warn-on-spills"]
+    with pytest.raises(PtxforgeError, match="driver backend takes no ptxas flags"):
+        o.driver_jit_options()
+    assert CompileOptions(max_registers=40).driver_jit_options() == (
+        ["CU_JIT_OPTIMIZATION_LEVEL", "CU_JIT_MAX_REGISTERS"], [3, 40])
+
+
+@pytest.mark.parametrize("bad", [{"max_registers": 8}, {"max_registers": 300}, {"opt_level": 4},
+                                 {"extra": ("maxrregcount",)}])
+def test_options_validated(bad):
+    with pytest.raises(PtxforgeError):
+        CompileOptions(**bad)
+
+
+def test_targets():
+    assert normalize_target("8.6") == "sm_86" and normalize_target(90) == "sm_90"
+    assert normalize_target("sm_120a") == "sm_120a"
+    with pytest.raises(PtxforgeError, match="unknown target 'sm_61'"):
+        normalize_target("sm_61")
+
+
+def test_ptx_entries_directives_and_local_arrays():
+    two = ptx_entries(read("two_kernels.ptx"))
+    assert [(e.name, e.maxnreg) for e in two] == [("first", None), ("second", 32)]
+    (bar,) = ptx_entries(read("barrier.ptx"))
+    assert bar.maxntid == (256, 1, 1)
+    (loc,) = ptx_entries(read("local_array.ptx"))
+    assert loc.local_array_bytes == 256
+
+
+def test_backend_status_without_gpu_is_clear():
+    status = backend_status()
+    assert set(status) == {"nvjitlink", "ptxas", "driver"}
+    assert status["nvjitlink"][0] and "nvJitLink" in status["nvjitlink"][1]
+    assert "nvjitlink" in available_backends()
+    if not status["driver"][0]:
+        assert "driver backend" in status["driver"][1]
+
+
+def test_nvjitlink_stats_axpy():
+    c = compile_ptx(read("axpy.ptx"), "sm_80")
+    assert c.backend == "nvjitlink" and c.tool.startswith("nvJitLink")
+    k = c["axpy"]
+    assert (k.registers, k.spill_stores, k.stack_frame, k.shared, k.barriers) == (10, 0, 0, 0, 0)
+    assert k.constant_bank0 == 376 and k.compile_time_ms > 0 and k.register_cap is None
+    assert c.cubin[:4] == b"\x7fELF"
+
+
+def test_spills_under_a_cap_and_local_arrays_apart():
+    k = compile_ptx(read("pressure.ptx"), "sm_80", max_registers=32)["pressure"]
+    assert k.registers == 32 and k.register_cap == 32
+    assert k.spill_stores == 468 and k.spill_loads == 756 and k.stack_frame == 464
+    assert k.local_array_bytes == 0 and k.spill_frame_bytes == 464
+    free = compile_ptx(read("pressure.ptx"), "sm_80")["pressure"]
+    assert free.registers == 72 and not free.spills
+    loc = compile_ptx(read("local_array.ptx"), "sm_80")["local_array"]
+    assert loc.stack_frame == 256 and loc.local_array_bytes == 256 and not loc.spills
+    assert loc.spill_frame_bytes == 0
+
+
+def test_barriers_shared_and_maxnreg():
+    k = compile_ptx(read("barrier.ptx"), "sm_90")["reverse_tile"]
+    assert k.barriers == 2 and k.shared == 1024 and k.max_threads_per_block == 256
+    c = compile_ptx(read("two_kernels.ptx"), "sm_80")
+    assert [k.name for k in c] == ["first", "second"]
+    assert c["second"].register_cap == 32 and c["first"].register_cap is None
+
+
+def test_auto_falls_back_to_ptxas_for_sm70():
+    if not PtxasBackend().status()[0]:
+        pytest.skip("no ptxas executable; pip install nvidia-cuda-nvcc-cu12")
+    c = compile_ptx(read("pressure.ptx"), "sm_70", max_registers=32)
+    assert c.backend == "ptxas" and "ptxas 12." in c.tool
+    k = c["pressure"]
+    assert k.registers == 32 and k.spill_stores > 0 and k.stack_frame > 0
+    with pytest.raises(BackendUnavailableError, match="refuses target sm_70"):
+        compile_ptx(read("axpy.ptx"), "sm_70", backend="nvjitlink")
+
+
+def test_ptxas_backend_agrees_with_nvjitlink_on_registers():
+    if not PtxasBackend().status()[0]:
+        pytest.skip("no ptxas executable")
+    for name in ("axpy.ptx", "pressure.ptx", "local_array.ptx"):
+        a = compile_ptx(read(name), "sm_80", backend="nvjitlink")
+        b = compile_ptx(read(name), "sm_80", backend="ptxas")
+        assert [k.registers for k in a] == [k.registers for k in b]
+        assert [k.stack_frame for k in a] == [k.stack_frame for k in b]
+
+
+def test_pinned_ptxas_that_refuses_the_target_says_so():
+    cuda13 = [p for p in find_ptxas() if ptxas_version(p) >= (13, 0)]
+    if not cuda13:
+        pytest.skip("no CUDA 13 ptxas on this machine")
+    with pytest.raises(BackendUnavailableError, match="nvidia-cuda-nvcc-cu12"):
+        compile_ptx(read("axpy.ptx"), "sm_70", backend=PtxasBackend(cuda13[0]))
+
+
+@pytest.mark.parametrize("backend", ["nvjitlink", "ptxas"])
+def test_compile_error_quotes_the_ptx_line(backend):
+    if backend == "ptxas" and not PtxasBackend().status()[0]:
+        pytest.skip("no ptxas executable")
+    with pytest.raises(CompileError) as info:
+        compile_ptx(read("bad.ptx"), "sm_80", backend=backend)
+    err = info.value
+    assert err.backend == backend
+    assert "line 11: add.u32 %r2, %r1, %r9;" in str(err)
+    assert "Unknown symbol '%r9'" in err.log
+    assert [d.line for d in err.diagnostics if d.line] == [11, 11]
+
+
+def test_rejects_what_is_neither_ptx_nor_module():
+    with pytest.raises(PtxforgeError, match="expected PTX text or an ir.Module, got int"):
+        compile_ptx(12345, "sm_80")
+
+
+def test_compile_many_in_parallel_keeps_order():
+    ptx = read("pressure.ptx")
+    jobs = [(ptx, "sm_80", "nvjitlink", CompileOptions(max_registers=c)) for c in (32, 64, 128)]
+    res = compile_many(jobs, max_workers=2)
+    assert [r["pressure"].register_cap for r in res] == [32, 64, 128]
+    assert res[0]["pressure"].spills and not res[2]["pressure"].spills
+
+
+def test_unknown_backend():
+    with pytest.raises(PtxforgeError, match="unknown backend 'nvcc'"):
+        compile_ptx(read("axpy.ptx"), "sm_80", backend="nvcc")
