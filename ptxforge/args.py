@@ -1,0 +1,674 @@
+"""Kernel arguments: Python values → the bytes a kernel parameter holds.  Pure Python, no GPU.
+
+:func:`bind_args` matches the caller's positional and keyword arguments to a kernel's
+parameters and converts each one, so that every mistake (a missing argument, ``-1`` for a
+``.u32``, a float for an integer, an array for a scalar) raises :class:`~ptxforge.LaunchError`
+naming the parameter *before* anything touches a GPU.  Each parameter becomes one of:
+
+* :class:`ScalarArg` — the packed little-endian bytes of a scalar (or a ``.param`` array);
+* :class:`DeviceArg` — the address of memory the GPU can already read, taken without a copy
+  from ``__cuda_array_interface__``, DLPack (``__dlpack__``/``__dlpack_device__``), or an
+  integer address;
+* :class:`HostArg` — a NumPy (or CPU DLPack) array that the launcher copies to the device
+  before the launch and back afterwards.
+
+Example::
+
+    >>> from ptxforge import ir, types
+    >>> from ptxforge.args import bind_args
+    >>> k = ir.Kernel("k", params=(ir.Param("n", types.u32), ir.Param("a", types.f32)))
+    >>> [a.data.hex() for a in bind_args(k, (3, 2.0))]
+    ['03000000', '00000040']
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+import struct
+import sys
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import attrs
+
+from . import ir
+from .errors import LaunchError
+from .types import Kind, PtxType
+
+__all__ = [
+    "ScalarArg",
+    "DeviceArg",
+    "HostArg",
+    "BoundArg",
+    "DLPackInfo",
+    "bind_args",
+    "convert_arg",
+    "pack_scalar",
+    "param_size",
+    "param_align",
+    "accepts_array",
+    "dlpack_info",
+    "cuda_array_interface_info",
+    "normalize_dim3",
+    "check_launch_dims",
+    "stream_handle",
+]
+
+_INT_STRUCT = {8: "B", 16: "H", 32: "I", 64: "Q"}
+_FLOAT_STRUCT = {16: "e", 32: "f", 64: "d"}
+
+# DLPack device types whose memory a CUDA kernel can address directly.
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_DL_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan",
+                    8: "Metal", 9: "VPI", 10: "ROCm", 11: "ROCm host", 13: "CUDA managed",
+                    14: "oneAPI"}
+_DLPACK_FLAG_READ_ONLY = 1 << 0
+
+
+# --- converted arguments ---------------------------------------------------------------------
+
+@attrs.frozen(slots=True)
+class ScalarArg:
+    """A scalar (or ``.param`` array) argument: the exact bytes the parameter will hold."""
+
+    param: ir.Param
+    data: bytes
+    value: Any = attrs.field(eq=False, repr=False, default=None)
+
+
+@attrs.frozen(slots=True)
+class DeviceArg:
+    """Device-accessible memory passed by address, without a copy.
+
+    ``source`` says how the address was found (``"cuda_array_interface"``, ``"dlpack"`` or
+    ``"address"``); ``stream`` is the producer's stream the launch must wait on (from
+    ``__cuda_array_interface__`` v3), if any; ``keepalive`` holds whatever must outlive the
+    launch (a DLPack capsule, the producer object).
+    """
+
+    param: ir.Param
+    ptr: int
+    nbytes: Optional[int] = None
+    source: str = "address"
+    device_id: Optional[int] = None
+    readonly: bool = False
+    stream: Optional[int] = None
+    keepalive: Any = attrs.field(eq=False, repr=False, default=None)
+
+    @property
+    def data(self) -> bytes:
+        """The pointer packed as the parameter's type."""
+        return _pack_address(self.param, self.ptr)
+
+
+@attrs.frozen(slots=True)
+class HostArg:
+    """A host array copied in before the launch and, when ``writeback``, back out after.
+
+    ``array`` is C-contiguous (a copy when the caller's was not); ``target`` is the caller's
+    array that receives the result (the same object when ``array`` is not a copy).
+    """
+
+    param: ir.Param
+    array: Any = attrs.field(eq=False, repr=False)
+    target: Any = attrs.field(eq=False, repr=False)
+    nbytes: int = 0
+    writeback: bool = True
+
+    def packed(self, device_ptr: int) -> bytes:
+        """The parameter bytes once the device copy lives at ``device_ptr``."""
+        return _pack_address(self.param, device_ptr)
+
+
+BoundArg = Union[ScalarArg, DeviceArg, HostArg]
+
+
+# --- parameter layout ------------------------------------------------------------------------
+
+def _elements(param: ir.Param) -> int:
+    count = 1
+    for d in param.dims:
+        if d is None:
+            raise LaunchError(f"parameter {param.name!r} is an unsized array ({param.type}[]); "
+                              "a kernel parameter needs a fixed size")
+        count *= int(d)
+    return count
+
+
+def param_size(param: ir.Param) -> int:
+    """Size in bytes of the parameter as the kernel sees it (8 for a 64-bit pointer)."""
+    if param.type.is_pred:
+        return 1
+    return max(param.type.bits // 8, 1) * _elements(param)
+
+
+def param_align(param: ir.Param) -> int:
+    """Alignment in bytes: the declared ``.align`` or the element's natural size."""
+    if param.align is not None:
+        return int(param.align)
+    return max(param.type.bits // 8, 1)
+
+
+def accepts_array(param: ir.Param) -> bool:
+    """True when an array or device address may be passed: pointers and 64-bit integers.
+
+    PTX from nvcc declares pointers as plain ``.u64`` parameters, so those accept arrays too.
+    """
+    if param.dims:
+        return False
+    if param.pointer:
+        return True
+    return param.type.bits == 64 and param.type.kind in (Kind.UNSIGNED, Kind.SIGNED, Kind.BITS)
+
+
+def _where(kernel_name: str, param: ir.Param, index: int) -> str:
+    return f"parameter {param.name!r} ({param.type}{'*' if param.pointer else ''}, " \
+           f"argument {index} of kernel {kernel_name!r})"
+
+
+def _pack_address(param: ir.Param, ptr: int) -> bytes:
+    bits = param.type.bits
+    if ptr < 0 or ptr >= 1 << bits:
+        raise LaunchError(f"address {ptr:#x} does not fit the {bits}-bit parameter {param.name!r}")
+    return int(ptr).to_bytes(bits // 8, "little")
+
+
+# --- scalars ---------------------------------------------------------------------------------
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _as_int(value: Any, ty: PtxType, where: str) -> int:
+    if isinstance(value, float) or _is_numpy_float(value):
+        raise LaunchError(f"{where}: expected an integer for {ty}, got {_describe(value)}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise LaunchError(f"{where}: expected an integer for {ty}, got {_describe(value)}") from None
+
+
+def _is_numpy_float(value: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.floating)
+
+
+def _as_float(value: Any, ty: PtxType, where: str) -> float:
+    if isinstance(value, (str, bytes, complex)) or _is_array_like(value):
+        raise LaunchError(f"{where}: expected a real number for {ty}, got {_describe(value)}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"{where}: expected a real number for {ty}, got {_describe(value)}") from None
+
+
+def _bf16_bits(x: float, where: str) -> int:
+    (bits,) = struct.unpack("<I", struct.pack("<f", x))
+    if math.isnan(x):
+        return (bits >> 16) | 0x40  # keep it a quiet NaN after truncation
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest, ties to even
+    if (rounded & 0x7F80) == 0x7F80 and not math.isinf(x):
+        raise LaunchError(f"{where}: {x!r} overflows .bf16 (largest finite is about 3.39e38)")
+    return rounded & 0xFFFF
+
+
+def _pack_float(x: float, ty: PtxType, where: str) -> bytes:
+    if ty.name == "bf16":
+        try:
+            return _bf16_bits(x, where).to_bytes(2, "little")
+        except OverflowError:
+            raise LaunchError(f"{where}: {x!r} overflows .bf16") from None
+    try:
+        return struct.pack("<" + _FLOAT_STRUCT[ty.bits], x)
+    except OverflowError:
+        limit = {16: "65504", 32: "3.4028235e38", 64: "1.8e308"}[ty.bits]
+        raise LaunchError(f"{where}: {x!r} is out of range for {ty} (largest finite is {limit})") from None
+
+
+def pack_scalar(ty: PtxType, value: Any, where: str = "argument") -> bytes:
+    """Pack one scalar of PTX type ``ty`` little-endian, range-checked.
+
+    Unsigned types take ``0 .. 2**bits-1``, signed types ``-2**(bits-1) .. 2**(bits-1)-1``,
+    bit types either range (stored as two's complement).  Floats must be finite in the target
+    type unless they are inf or nan to begin with.  ``.f16x2``/``.bf16x2`` take a pair
+    ``(low, high)``.  ``where`` names the parameter in error messages.
+    """
+    if ty.is_pred:
+        raise LaunchError(f"{where}: .pred cannot be a kernel parameter; use .u32 or .u8")
+    if ty.is_packed:
+        if _is_array_like(value) or isinstance(value, (str, bytes)) or not hasattr(value, "__len__") \
+                or len(value) != 2:
+            raise LaunchError(f"{where}: expected a pair (low, high) for {ty}, got {_describe(value)}")
+        lane = types_lane(ty)
+        return b"".join(pack_scalar(lane, v, f"{where}[{i}]") for i, v in enumerate(value))
+    if ty.is_float:
+        return _pack_float(_as_float(value, ty, where), ty, where)
+    number = _as_int(value, ty, where)
+    bits = ty.bits
+    if ty.kind is Kind.UNSIGNED:
+        low, high = 0, (1 << bits) - 1
+    elif ty.kind is Kind.SIGNED:
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    else:
+        low, high = -(1 << (bits - 1)), (1 << bits) - 1
+    if not low <= number <= high:
+        raise LaunchError(f"{where}: {number} is out of range for {ty} (expected {low} .. {high})")
+    return (number & ((1 << bits) - 1)).to_bytes(bits // 8, "little")
+
+
+def types_lane(ty: PtxType) -> PtxType:
+    """The one-lane type of a packed half type (``.f16x2`` → ``.f16``)."""
+    return PtxType.get(ty.name[:-2])
+
+
+def _pack_param_array(param: ir.Param, value: Any, where: str) -> bytes:
+    size = param_size(param)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if len(data) != size:
+            raise LaunchError(f"{where}: expected {size} bytes for {param.type}"
+                              f"{''.join(f'[{d}]' for d in param.dims)}, got {len(data)}")
+        return data
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value).tobytes()
+        if len(data) != size:
+            raise LaunchError(f"{where}: expected an array of {size} bytes, got {len(data)} "
+                              f"(shape {value.shape}, dtype {value.dtype})")
+        return data
+    count = _elements(param)
+    if not hasattr(value, "__len__") or isinstance(value, str) or len(value) != count:
+        raise LaunchError(f"{where}: expected {size} bytes or a sequence of {count} {param.type} "
+                          f"values, got {_describe(value)}")
+    return b"".join(pack_scalar(param.type, v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+# --- arrays ----------------------------------------------------------------------------------
+
+def _is_array_like(value: Any) -> bool:
+    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__"):
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.ndarray)
+
+
+def _c_contiguous(shape: Sequence[int], strides: Optional[Sequence[int]], itemsize: int) -> bool:
+    """True when ``strides`` (in bytes, or None) describe a C-ordered, gap-free layout."""
+    if strides is None:
+        return True
+    expected = itemsize
+    for extent, stride in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if extent == 0:
+            return True
+        if extent != 1 and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def _prod(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def cuda_array_interface_info(obj: Any, param: ir.Param, where: str) -> DeviceArg:
+    """Read ``obj.__cuda_array_interface__`` (versions 0-3) into a :class:`DeviceArg`."""
+    try:
+        cai = obj.__cuda_array_interface__
+    except Exception as exc:  # the producer may raise (e.g. array on another device)
+        raise LaunchError(f"{where}: reading __cuda_array_interface__ failed: {exc}") from exc
+    if not isinstance(cai, Mapping) or "data" not in cai or "shape" not in cai or "typestr" not in cai:
+        raise LaunchError(f"{where}: __cuda_array_interface__ must be a dict with 'data', 'shape' "
+                          f"and 'typestr', got {_describe(cai)}")
+    data = cai["data"]
+    if not isinstance(data, tuple) or len(data) != 2:
+        raise LaunchError(f"{where}: __cuda_array_interface__['data'] must be (pointer, readonly), "
+                          f"got {_describe(data)}")
+    ptr, readonly = data
+    shape = tuple(int(s) for s in cai["shape"])
+    typestr = str(cai["typestr"])
+    try:
+        itemsize = int(typestr[2:])
+    except ValueError:
+        raise LaunchError(f"{where}: cannot read the item size from typestr {typestr!r}") from None
+    if cai.get("mask") is not None:
+        raise LaunchError(f"{where}: masked arrays cannot be passed to a kernel")
+    strides = cai.get("strides")
+    if not _c_contiguous(shape, strides, itemsize):
+        raise LaunchError(f"{where}: expected a C-contiguous device array, got shape {shape} "
+                          f"with strides {tuple(strides)} (make a contiguous copy first)")
+    nbytes = _prod(shape) * itemsize
+    if ptr is None or (ptr == 0 and nbytes):
+        raise LaunchError(f"{where}: __cuda_array_interface__ has a null data pointer")
+    stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
+    if stream == 0:
+        raise LaunchError(f"{where}: __cuda_array_interface__ 'stream' 0 is not allowed (v3); "
+                          "the producer must give 1 (legacy default), 2 (per-thread) or a handle")
+    return DeviceArg(param, int(ptr or 0), nbytes, "cuda_array_interface", None, bool(readonly),
+                     None if stream is None else int(stream), obj)
+
+
+# DLPack C structures (dlpack.h), read through ctypes.
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+
+
+_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get_pointer.restype = ctypes.c_void_p
+_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+@attrs.frozen(slots=True)
+class DLPackInfo:
+    """What a DLPack capsule describes: the data address (with ``byte_offset`` applied), the
+    device, the shape, strides in elements (None when compact), and the element type."""
+
+    ptr: int
+    device_type: int
+    device_id: int
+    shape: tuple
+    strides: Optional[tuple]
+    type_code: int
+    bits: int
+    lanes: int
+    readonly: bool
+    versioned: bool
+
+    @property
+    def itemsize(self) -> int:
+        return (self.bits * self.lanes + 7) // 8
+
+    @property
+    def nbytes(self) -> int:
+        return _prod(self.shape) * self.itemsize
+
+    @property
+    def c_contiguous(self) -> bool:
+        strides = None if self.strides is None else tuple(s * self.itemsize for s in self.strides)
+        return _c_contiguous(self.shape, strides, self.itemsize)
+
+
+def dlpack_info(capsule: Any) -> DLPackInfo:
+    """Read an unconsumed ``"dltensor"`` or ``"dltensor_versioned"`` capsule.
+
+    The capsule is left unconsumed (its name unchanged), so its own destructor still frees the
+    tensor; keep the capsule alive for as long as the address is used.
+    """
+    versioned = bool(_capsule_is_valid(capsule, b"dltensor_versioned"))
+    if versioned:
+        addr = _capsule_get_pointer(capsule, b"dltensor_versioned")
+        managed = _DLManagedTensorVersioned.from_address(addr)
+        if managed.version.major > 1:
+            raise LaunchError(f"DLPack version {managed.version.major}.{managed.version.minor} is "
+                              "newer than the 1.x this reader understands")
+        tensor, flags = managed.dl_tensor, int(managed.flags)
+    elif _capsule_is_valid(capsule, b"dltensor"):
+        addr = _capsule_get_pointer(capsule, b"dltensor")
+        tensor, flags = _DLManagedTensor.from_address(addr).dl_tensor, 0
+    else:
+        raise LaunchError(f"expected an unconsumed DLPack capsule ('dltensor' or "
+                          f"'dltensor_versioned'), got {_describe(capsule)}")
+    ndim = int(tensor.ndim)
+    shape = tuple(int(tensor.shape[i]) for i in range(ndim))
+    strides = None
+    if tensor.strides:
+        strides = tuple(int(tensor.strides[i]) for i in range(ndim))
+    return DLPackInfo(
+        ptr=int(tensor.data or 0) + int(tensor.byte_offset),
+        device_type=int(tensor.device.device_type),
+        device_id=int(tensor.device.device_id),
+        shape=shape,
+        strides=strides,
+        type_code=int(tensor.dtype.code),
+        bits=int(tensor.dtype.bits),
+        lanes=int(tensor.dtype.lanes),
+        readonly=bool(flags & _DLPACK_FLAG_READ_ONLY),
+        versioned=versioned,
+    )
+
+
+def _dlpack_arg(obj: Any, param: ir.Param, where: str, stream: int) -> BoundArg:
+    try:
+        device_type, device_id = (int(v) for v in obj.__dlpack_device__())
+    except Exception as exc:
+        raise LaunchError(f"{where}: __dlpack_device__() failed or did not return "
+                          f"(device_type, device_id): {exc}") from exc
+    if device_type == _DL_CPU:
+        np = _numpy(where)
+        try:
+            array = np.from_dlpack(obj)
+        except Exception as exc:
+            raise LaunchError(f"{where}: could not view the CPU DLPack tensor through NumPy: {exc}") from exc
+        return _host_arg(array, param, where)
+    if device_type not in (_DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED):
+        name = _DL_DEVICE_NAMES.get(device_type, f"type {device_type}")
+        raise LaunchError(f"{where}: expected a CUDA or CPU array, got a DLPack tensor on {name}")
+    # The DLPack stream argument: 1 stands for the legacy default stream (0 is not allowed).
+    dl_stream = 1 if stream == 0 else stream
+    try:
+        try:
+            capsule = obj.__dlpack__(stream=dl_stream, max_version=(1, 0))
+        except TypeError:
+            capsule = obj.__dlpack__(stream=dl_stream)
+    except Exception as exc:
+        raise LaunchError(f"{where}: __dlpack__() failed: {exc}") from exc
+    info = dlpack_info(capsule)
+    if info.device_type != device_type:
+        raise LaunchError(f"{where}: __dlpack_device__ says "
+                          f"{_DL_DEVICE_NAMES.get(device_type, device_type)} but the capsule holds "
+                          f"a tensor on {_DL_DEVICE_NAMES.get(info.device_type, info.device_type)}")
+    if not info.c_contiguous:
+        raise LaunchError(f"{where}: expected a C-contiguous tensor, got shape {info.shape} with "
+                          f"strides {info.strides} (in elements); make a contiguous copy first")
+    return DeviceArg(param, info.ptr, info.nbytes, "dlpack", info.device_id, info.readonly, None,
+                     (capsule, obj))
+
+
+def _numpy(where: str):
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is present wherever host arrays exist
+        raise LaunchError(f"{where}: NumPy is needed to copy host arrays") from None
+    return numpy
+
+
+def _host_arg(array: Any, param: ir.Param, where: str) -> HostArg:
+    np = _numpy(where)
+    if array.dtype.hasobject:
+        raise LaunchError(f"{where}: expected a numeric array, got dtype {array.dtype}")
+    contiguous = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    return HostArg(param, contiguous, array, int(contiguous.nbytes), bool(array.flags.writeable))
+
+
+def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: int = 0,
+                stream: int = 0) -> BoundArg:
+    """Convert one argument for ``param``; raise :class:`LaunchError` naming it when it does not fit.
+
+    ``stream`` is the launch stream's handle, handed to DLPack producers so their pending work
+    is ordered before the kernel.
+    """
+    where = _where(kernel_name, param, index)
+    if param.type.is_pred:
+        raise LaunchError(f"{where}: .pred cannot be a kernel parameter")
+    if param.dims:
+        return ScalarArg(param, _pack_param_array(param, value, where), value)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        if not accepts_array(param):
+            raise LaunchError(f"{where}: expected a {param.type} scalar, got a NumPy array "
+                              f"(shape {value.shape}, dtype {value.dtype})")
+        return _host_arg(value, param, where)
+    if hasattr(value, "__cuda_array_interface__"):
+        if not accepts_array(param):
+            raise LaunchError(f"{where}: expected a {param.type} scalar, got a device array "
+                              f"{type(value).__name__}")
+        return cuda_array_interface_info(value, param, where)
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        if not accepts_array(param):
+            raise LaunchError(f"{where}: expected a {param.type} scalar, got a DLPack tensor "
+                              f"{type(value).__name__}")
+        return _dlpack_arg(value, param, where, stream)
+    if param.pointer:
+        if isinstance(value, (float, bool)) or value is None:
+            raise LaunchError(f"{where}: expected an array or a device address, got {_describe(value)}")
+        try:
+            address = int(value) if type(value).__name__ == "CUdeviceptr" else operator.index(value)
+        except TypeError:
+            raise LaunchError(f"{where}: expected an array (NumPy, __cuda_array_interface__ or "
+                              f"DLPack) or a device address, got {_describe(value)}") from None
+        if address < 0 or address >= 1 << param.type.bits:
+            raise LaunchError(f"{where}: address {address} does not fit {param.type}")
+        return DeviceArg(param, address, None, "address")
+    return ScalarArg(param, pack_scalar(param.type, value, where), value)
+
+
+def bind_args(kernel: ir.Kernel, args: Sequence[Any], kwargs: Optional[Mapping[str, Any]] = None,
+              *, stream: int = 0) -> tuple[BoundArg, ...]:
+    """Match ``args``/``kwargs`` to ``kernel.params`` like a Python call and convert each one.
+
+    Raises :class:`LaunchError` for a wrong count, an unknown or repeated keyword, or any
+    argument that does not fit its parameter; nothing is allocated or copied yet.
+    """
+    params = tuple(kernel.params)
+    kwargs = dict(kwargs or {})
+    signature = ", ".join(f"{p.name}: {p.type}{'*' if p.pointer else ''}" for p in params)
+    if len(args) > len(params):
+        raise LaunchError(f"kernel {kernel.name!r} takes {len(params)} arguments ({signature}), "
+                          f"got {len(args)} positional")
+    names = [p.name for p in params]
+    for key in kwargs:
+        if key not in names:
+            raise LaunchError(f"kernel {kernel.name!r} has no parameter {key!r}; its parameters "
+                              f"are ({signature})")
+        if names.index(key) < len(args):
+            raise LaunchError(f"kernel {kernel.name!r}: parameter {key!r} given both by position "
+                              "and by keyword")
+    missing = [p.name for p in params[len(args):] if p.name not in kwargs]
+    if missing:
+        raise LaunchError(f"kernel {kernel.name!r} takes {len(params)} arguments ({signature}); "
+                          f"missing {', '.join(repr(m) for m in missing)}")
+    values = list(args) + [kwargs[p.name] for p in params[len(args):]]
+    return tuple(convert_arg(p, v, kernel_name=kernel.name, index=i, stream=stream)
+                 for i, (p, v) in enumerate(zip(params, values)))
+
+
+# --- grid, block, stream ---------------------------------------------------------------------
+
+def normalize_dim3(value: Any, what: str) -> tuple[int, int, int]:
+    """``8`` or ``(8, 4)`` or ``(8, 4, 2)`` → ``(x, y, z)``, every extent a positive integer."""
+    if isinstance(value, bool):
+        raise LaunchError(f"{what} must be an int or a tuple of 1-3 ints, got {_describe(value)}")
+    try:
+        dims = (operator.index(value),)
+    except TypeError:
+        if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
+            raise LaunchError(f"{what} must be an int or a tuple of 1-3 ints, got {_describe(value)}") from None
+        try:
+            dims = tuple(operator.index(v) for v in value)
+        except TypeError:
+            raise LaunchError(f"{what} must contain only ints, got {_describe(value)}") from None
+    dims = dims + (1,) * (3 - len(dims))
+    if any(d < 1 for d in dims):
+        raise LaunchError(f"{what} extents must be >= 1, got {dims}")
+    return dims  # type: ignore[return-value]
+
+
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+_BLOCK_LIMITS = (1024, 1024, 64)
+
+
+def check_launch_dims(grid: Any, block: Any, shared_mem: Any = 0, *,
+                      max_threads: int = 1024) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """Validate a launch shape against CUDA's architectural limits; return it normalized.
+
+    ``max_threads`` is the kernel's own limit (``CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK``)
+    when known.
+    """
+    g = normalize_dim3(grid, "grid")
+    b = normalize_dim3(block, "block")
+    for axis, (extent, limit) in enumerate(zip(g, _GRID_LIMITS)):
+        if extent > limit:
+            raise LaunchError(f"grid extent {'xyz'[axis]}={extent} exceeds the limit {limit}")
+    for axis, (extent, limit) in enumerate(zip(b, _BLOCK_LIMITS)):
+        if extent > limit:
+            raise LaunchError(f"block extent {'xyz'[axis]}={extent} exceeds the limit {limit}")
+    threads = b[0] * b[1] * b[2]
+    if threads > max_threads:
+        raise LaunchError(f"block {b} has {threads} threads; this kernel allows at most {max_threads}")
+    if isinstance(shared_mem, bool):
+        raise LaunchError(f"shared_mem must be a byte count, got {_describe(shared_mem)}")
+    try:
+        smem = operator.index(shared_mem)
+    except TypeError:
+        raise LaunchError(f"shared_mem must be a byte count, got {_describe(shared_mem)}") from None
+    if smem < 0:
+        raise LaunchError(f"shared_mem must be >= 0 bytes, got {smem}")
+    return g, b, smem
+
+
+def stream_handle(stream: Any) -> int:
+    """The ``CUstream`` handle (an int) of ``stream``; ``None`` is the legacy default stream (0).
+
+    Accepts an int, anything with the ``__cuda_stream__`` protocol (cuda.core, recent PyTorch),
+    a ``cuda_stream`` attribute (PyTorch), ``ptr`` (CuPy), ``handle`` (cuda.core), or a
+    ``cuda.bindings`` ``CUstream``.
+    """
+    if stream is None:
+        return 0
+    if isinstance(stream, bool):
+        raise LaunchError(f"stream must be a stream object or handle, got {_describe(stream)}")
+    if hasattr(stream, "__cuda_stream__"):
+        info = stream.__cuda_stream__()
+        if not isinstance(info, tuple) or len(info) != 2:
+            raise LaunchError(f"__cuda_stream__() must return (version, handle), got {_describe(info)}")
+        return int(info[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr) and not isinstance(stream, int):
+            return stream_handle(int(getattr(stream, attr)))
+    try:
+        handle = int(stream) if type(stream).__name__ == "CUstream" else operator.index(stream)
+    except TypeError:
+        raise LaunchError(f"stream must be None, a handle or a stream object, got {_describe(stream)}") from None
+    if handle < 0:
+        raise LaunchError(f"stream handle must be >= 0, got {handle}")
+    return handle
