@@ -1,0 +1,279 @@
+"""Parser: constructs, directives, scopes, calls, comments, and every corpus kernel."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptxforge import ir, types
+from ptxforge.emit import emit
+from ptxforge.parse import parse, parse_file
+
+from corpus_util import VARIANTS, corpus_ptx, corpus_sources
+
+HEADER = ".version 8.5\n.target sm_90a\n.address_size 64\n"
+
+
+def kernel_of(body: str, params: str = "", name: str = "k") -> ir.Kernel:
+    return parse(HEADER + f".visible .entry {name}({params})\n{{\n{body}\n}}\n").kernel(name)
+
+
+def test_header_and_raw_target():
+    m = parse(".version 7.8\n.target sm_80, debug\n.address_size 64\n")
+    assert (m.version, m.target, m.address_size) == ("7.8", "sm_80, debug", 64)
+    assert m.kernels == () and m.globals == ()
+
+
+def test_register_declarations_parametrised_and_plain():
+    k = kernel_of(".reg .b32 %r<5>;\n.reg .f64 %acc, %tmp;\n.reg .pred %p<2>;\n"
+                  "add.s32 %r4, %r1, %r2;\nadd.f64 %acc, %tmp, %acc;\nret;")
+    assert k.reg_decls == (ir.RegDecl("b32", "%r", 5), ir.RegDecl("f64", "%acc"),
+                           ir.RegDecl("f64", "%tmp"), ir.RegDecl("pred", "%p", 2))
+    add = k.instructions[0]
+    assert add.opcode == "add.s32" and add.ndefs == 1
+    assert add.defs == (ir.Register("%r4", types.b32),)
+    assert [r.name for r in add.uses] == ["%r1", "%r2"]
+    f = k.instructions[1]
+    assert [r.name for r in f.defs] == ["%acc"] and [r.name for r in f.uses] == ["%tmp", "%acc"]
+    assert f.defs[0].type is types.f64
+
+
+def test_parameters_alignment_arrays_pointers_and_returns():
+    m = parse(HEADER + """
+.visible .entry k(
+    .param .u64 .ptr .global .align 16 k_p0,
+    .param .align 8 .b8 k_p1[24],
+    .param .u32 k_p2
+)
+.maxntid 128, 1, 1
+.minnctapersm 2
+{
+    ret;
+}
+.visible .func (.param .align 16 .b8 rv[16]) f(.param .b32 a) .noreturn
+{
+    ret;
+}
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 p0, .param .b64 p1);
+""")
+    k = m.kernel("k")
+    assert k.params[0] == ir.Param("k_p0", types.u64, pointer=True, state_space="global", ptr_align=16)
+    assert k.params[1] == ir.Param("k_p1", types.b8, align=8, dims=(24,))
+    assert k.params[2] == ir.Param("k_p2", types.u32)
+    assert k.directives == ((".maxntid", (128, 1, 1)), (".minnctapersm", (2,)))
+    f = m.kernel("f")
+    assert not f.is_entry and f.returns == (ir.Param("rv", types.b8, align=16, dims=(16,)),)
+    assert f.attributes == (".noreturn",)
+    proto = [x for x in m.kernels if x.name == "vprintf"][0]
+    assert proto.body is None and proto.linkage == ".extern" and len(proto.params) == 2
+
+
+def test_module_variables_keep_initialisers_verbatim():
+    m = parse(HEADER + """
+.global .align 1 .b8 $str[4] = {37, 100, 10, 0};
+.const .align 8 .f64 coeffs[3] = {0d3FF0000000000000, 0d0000000000000000,0d4000000000000000};
+.global .align 8 .u64 ptr = generic($str);
+.extern .shared .align 16 .b8 smem[];
+.visible .global .u32 a, b;
+""")
+    g = {v.name: v for v in m.globals}
+    assert g["$str"] == ir.VarDecl("global", types.b8, "$str", 1, (4,), "{37, 100, 10, 0}", "")
+    assert g["coeffs"].init == "{0d3FF0000000000000, 0d0000000000000000,0d4000000000000000}"
+    assert g["ptr"].init == "generic($str)"
+    assert g["smem"].dims == (None,) and g["smem"].linkage == ".extern" and g["smem"].align == 16
+    assert g["a"].linkage == ".visible" and g["b"].type is types.u32
+
+
+def test_labels_guards_branches_and_special_registers():
+    k = kernel_of(""".reg .pred %p<3>;
+.reg .b32 %r<4>;
+.reg .b64 %rd<2>;
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd1, %clock64;
+    setp.lt.u32 %p1|%p2, %r1, %envreg3;
+$L__BB0_1:
+    @%p1 bra $L__BB0_1;
+    @!%p2 bra.uni $L__BB0_2;
+$L__BB0_2:
+    ret;""")
+    labels = [s.name for s in k.body if isinstance(s, ir.Label)]
+    assert labels == ["$L__BB0_1", "$L__BB0_2"]
+    mov, mov64, setp, bra1, bra2, ret = k.instructions
+    assert mov.operands[1] == ir.SpecialReg("%tid.x", types.u32)
+    assert mov64.operands[1] == ir.SpecialReg("%clock64", types.u64)
+    assert setp.operands[0] == ir.Vector((ir.Register("%p1", types.pred), ir.Register("%p2", types.pred)), "pipe")
+    assert [r.name for r in setp.defs] == ["%p1", "%p2"]
+    assert bra1.guard == ir.Guard(ir.Register("%p1", types.pred), False)
+    assert bra1.operands == (ir.LabelRef("$L__BB0_1"),) and bra1.ndefs == 0
+    assert bra2.guard.negated and bra2.opcode == "bra.uni"
+
+
+def test_operands_addresses_vectors_immediates():
+    k = kernel_of(""".reg .b64 %rd<3>;
+.reg .f32 %f<5>;
+.reg .b32 %r<3>;
+    ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1+16];
+    st.global.f32 [%rd2+-8], %f1;
+    ld.param.u64 %rd1, [k_p];
+    shfl.sync.down.b32 %r1, %r2, 16, 31, -1;
+    mov.b32 %r2, 0x7fffffff;
+    fma.rn.f32 %f1, %f2, 0f3F800000, %f3;
+    mov.b64 {%r1, %r2}, %rd1;
+    ret;""", params=".param .u64 k_p")
+    ld, st, ldp, shfl, movx, fma, unpack, _ = k.instructions
+    assert ld.operands[0].style == "brace" and len(ld.defs) == 4
+    assert ld.operands[1] == ir.Address(ir.Register("%rd1", types.b64), 16)
+    assert st.operands[0] == ir.Address(ir.Register("%rd2", types.b64), -8) and st.ndefs == 0
+    assert [r.name for r in st.uses] == ["%rd2", "%f1"]
+    assert ldp.operands[1] == ir.Address(ir.Symbol("k_p"), 0)
+    assert shfl.operands[4] == ir.Immediate(-1, None, "-1")
+    assert movx.operands[1].value == 0x7FFFFFFF and movx.operands[1].text == "0x7fffffff"
+    imm = fma.operands[2]
+    assert imm.value == 1.0 and imm.type is types.f32 and imm.text == "0f3F800000"
+    assert [r.name for r in unpack.defs] == ["%r1", "%r2"]
+
+
+def test_call_sequence_scope_and_param_block():
+    m = parse(HEADER + """
+.func (.param .b32 rv) f(.param .b32 a)
+{
+    .reg .b32 %r<2>;
+    ld.param.b32 %r1, [a];
+    st.param.b32 [rv+0], %r1;
+    ret;
+}
+.visible .entry k()
+{
+    .reg .b32 %r<3>;
+    { // callseq 0, 0
+    .reg .b32 temp_param_reg;
+    .param .b32 param0;
+    st.param.b32 [param0+0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0),
+    f,
+    (
+    param0
+    );
+    ld.param.b32 %r2, [retval0+0];
+    } // callseq 0
+    ret;
+}
+""")
+    k = m.kernel("k")
+    kinds = [type(s).__name__ for s in k.body]
+    assert kinds == ["Scope", "VarDecl", "VarDecl", "Instruction", "VarDecl", "Instruction",
+                     "Instruction", "Scope", "Instruction"]
+    assert k.body[1] == ir.VarDecl("reg", types.b32, "temp_param_reg")
+    assert k.body[2] == ir.VarDecl("param", types.b32, "param0")
+    call = k.body[5]
+    assert call.opcode == "call.uni" and call.ndefs == 0 and call.defs == ()
+    assert call.operands == (ir.Vector((ir.Symbol("retval0"),), "paren"), ir.Symbol("f"),
+                             ir.Vector((ir.Symbol("param0"),), "paren"))
+
+
+def test_comments_pragmas_and_unknown_opcodes():
+    k = kernel_of("""/* block
+comment */ .reg .b32 %r<4>; // trailing
+    .pragma "nounroll";
+    frobnicate.sync.b32 %r1, %r2, /* inline */ %r3;
+    ret;""")
+    assert k.body[0] == ir.Directive('.pragma "nounroll";')
+    inst = k.instructions[0]
+    assert inst.opcode == "frobnicate.sync.b32" and inst.ndefs == 1
+    assert [r.name for r in inst.defs] == ["%r1"] and [r.name for r in inst.uses] == ["%r2", "%r3"]
+
+
+def test_loc_file_and_inlined_function_names():
+    m = parse(HEADER + """
+.visible .entry k()
+{
+    .reg .f32 %f<3>;
+    .loc 1 12 3
+    mov.f32 %f1, 0f00000000;
+    .loc 2 40 7, function_name $L__info_string0+2, inlined_at 1 13 5
+    add.f32 %f2, %f1, %f1;
+    ret;
+}
+.file 1 "/src/kern.cu"
+.file 2 "/src/helpers.cuh", 1700000000, 1234
+.section .debug_str
+{
+$L__info_string0:
+.b8 95,95,104,101,108,112,101,114,0
+}
+""")
+    assert m.files == ((1, "/src/kern.cu"), (2, "/src/helpers.cuh"))
+    mov, add, ret = m.kernel("k").instructions
+    assert mov.loc == ir.SourceLoc("/src/kern.cu", 12, 3)
+    assert add.loc.file == "/src/helpers.cuh" and add.loc.line == 40 and add.loc.column == 7
+    assert add.loc.function == "helper"
+    assert (add.loc.inlined_at.file, add.loc.inlined_at.line) == ("/src/kern.cu", 13)
+    assert ret.loc == add.loc  # .loc applies until the next one
+
+
+def test_parse_file_names_the_file(tmp_path):
+    p = tmp_path / "x.ptx"
+    p.write_text(HEADER)
+    assert parse_file(p).target == "sm_90a"
+
+
+@pytest.mark.parametrize("arch,lineinfo", VARIANTS)
+@pytest.mark.parametrize("name", corpus_sources())
+def test_corpus_parses(name, arch, lineinfo):
+    ptx = corpus_ptx(name, arch, lineinfo)
+    m = parse(ptx, f"{name}.ptx")
+    entries = [k.name for k in m.entries]
+    assert entries and len(entries) == ptx.count(".entry ")
+    for k in m.kernels:
+        if k.body is None:
+            continue
+        n_text = sum(1 for line in k.body if isinstance(line, ir.Instruction))
+        assert n_text == len(k.instructions) > 0
+        if lineinfo and k.is_entry:
+            located = [i for i in k.instructions if i.loc is not None]
+            assert len(located) >= 0.9 * len(k.instructions)
+            assert all(i.loc.file.endswith(f"{name}.cu") for i in located)
+        elif not lineinfo:
+            assert all(i.loc is None for i in k.instructions)
+
+
+def test_corpus_instruction_count_matches_text():
+    # Count instruction statements in the text independently: lines ending in ';' that are not
+    # declarations or directives (call sequences span lines: count 'call' once).
+    ptx = corpus_ptx("reduce", "sm_80", False)
+    expected = 0
+    for line in ptx.splitlines():
+        s = line.split("//")[0].strip()
+        if s.endswith(";") and not s.startswith((".", ")", "(")) and s not in (");",):
+            expected += 1
+        elif s.startswith("call"):
+            expected += 1
+    got = sum(len(k.instructions) for k in parse(ptx).kernels if k.body)
+    assert got == expected
+
+
+def test_inlined_helper_is_named_in_corpus():
+    m = parse(corpus_ptx("reduce", "sm_90", True))
+    k = m.kernel("warp_reduce_max")
+    inlined = [i for i in k.instructions if i.loc and i.loc.function]
+    assert inlined, "the shuffle loop of warp_max is inlined and .loc names it"
+    assert any("warp_max" in i.loc.function for i in inlined)
+    assert all(i.loc.inlined_at is not None for i in inlined)
+
+
+def test_large_module_parses_fast():
+    import time
+
+    src = corpus_ptx("gemm", "sm_90", True)
+    parts = [src.split(".visible .entry", 1)[0]]
+    body = ".visible .entry" + src.split(".visible .entry", 1)[1].split(".file")[0]
+    for j in range(1_000_000 // len(body) + 1):
+        parts.append(body.replace("sgemm_", f"sgemm{j}_"))
+    parts.append(".file" + src.split(".file", 1)[1])
+    big = "".join(parts)
+    assert len(big) > 1_000_000
+    t = time.perf_counter()
+    m = parse(big)
+    elapsed = time.perf_counter() - t
+    assert len(m.entries) >= 2 * (len(parts) - 2)
+    assert elapsed < 3.0, f"parsing {len(big)} bytes took {elapsed:.2f}s"
