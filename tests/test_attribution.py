@@ -103,3 +103,17 @@ def test_values_live_at_the_peak_come_from_the_loads_line():
     assert "live_window" not in (top.loc.function or "")
     text = a.format()
     assert f"pressure.cu:{_loads_line()}" in text.splitlines()[0]
+
+
+def test_pressure_report_names_the_loads_line_at_the_peak():
+    from ptxforge.pressure import analyze_pressure
+
+    k = parse(corpus_ptx("pressure", "sm_90", True)).kernel("live_window")
+    report = analyze_pressure(k)
+    top = report.peak.by_source[0]
+    assert Path(top.file).name == "pressure.cu" and top.line == _loads_line()
+    assert top.count >= 24
+    # the same answer from this module's helper on the report's own live values
+    regs = {r.name: r for i in k.instructions for r in i.defs}
+    mine = attribute_registers(k, [regs[v.name] for v in report.peak.values if v.name in regs])
+    assert mine.lines[0].loc.line == top.line and mine.lines[0].values == top.count
