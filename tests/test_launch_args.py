@@ -234,7 +234,7 @@ def test_cuda_array_for_scalar_param_names_it():
 
 # --- DLPack ---------------------------------------------------------------------------------
 
-from ptxforge.args import _DLManagedTensor, _DLManagedTensorVersioned  # noqa: E402
+from ptxforge.arrays import _DLManagedTensor, _DLManagedTensorVersioned  # noqa: E402
 
 _PyCapsule_New = ctypes.pythonapi.PyCapsule_New
 _PyCapsule_New.restype = ctypes.py_object
