@@ -1,0 +1,245 @@
+"""The ``ptxforge`` command: a thin layer over :mod:`ptxforge.analysis` and friends.
+
+Commands (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the output)::
+
+    ptxforge analyze FILE.ptx [--arch sm_80] [--kernel NAME] [--block 256] [--no-compile]
+                              [--json] [--top N]
+    ptxforge compare A.ptx B.ptx [--arch] [--block] [--kernel] [--no-compile] [--json] [--top N]
+    ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--kernel] [--json]
+    ptxforge occupancy --arch sm_86 --regs 51 --block 256 [--smem BYTES] [--json]
+
+``-`` as a file reads standard input.  Exit status: 0 success, 1 the input could not be read,
+parsed, compiled or analysed (unknown kernel included), 2 usage error (bad option or value,
+unknown architecture).  Errors are one message on standard error, never a traceback.
+
+Example::
+
+    >>> main(["occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256"])  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Optional, Sequence
+
+from .errors import PtxforgeError
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+PROG = "ptxforge"
+
+
+class _InputError(PtxforgeError):
+    """A file could not be read."""
+
+
+# --- argument types (the library validates; argparse turns its errors into usage errors) ---
+
+def _arch(compile: bool):
+    def convert(text: str) -> str:
+        from .analysis import check_arch
+
+        try:
+            return check_arch(text, compile=compile)
+        except PtxforgeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = "architecture"
+    return convert
+
+
+def _int_range(lo: int, hi: Optional[int], what: str):
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {what}, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"{what} must be {bound}, got {value}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+def _caps(text: str) -> tuple:
+    from .compile import CompileOptions
+
+    caps = []
+    for part in text.replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            cap = int(part, 0)
+            CompileOptions(max_registers=cap)  # the library's range check (16..255)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected integers such as 255,128,64, "
+                                             f"got {part!r}") from None
+        except PtxforgeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        caps.append(cap)
+    if not caps:
+        raise argparse.ArgumentTypeError("expected at least one register cap, e.g. 128,64")
+    return tuple(caps)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ptxforge`` command."""
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Analyse the register pressure of PTX kernels.",
+        epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def common(sp, compile_arch: bool = True, kernel: bool = True):
+        sp.add_argument("--arch", default="sm_80", type=_arch(compile_arch),
+                        help="target architecture (default sm_80)")
+        sp.add_argument("--block", default=256, type=_int_range(1, 1024, "block size"),
+                        help="threads per block for occupancy (default 256)")
+        if kernel:
+            sp.add_argument("--kernel", metavar="NAME",
+                            help="analyse only this kernel (default: every .entry)")
+        sp.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+    top = _int_range(0, None, "count")
+    a = sub.add_parser("analyze", help="per-kernel registers, instruction mix, pressure peak, "
+                                       "ptxas figures and occupancy",
+                       description="Analyse every kernel of a PTX file ('-' reads stdin).")
+    a.add_argument("file", metavar="FILE.ptx")
+    common(a)
+    a.add_argument("--no-compile", action="store_true",
+                   help="skip ptxas; occupancy uses the liveness estimate")
+    a.add_argument("--top", default=10, type=top,
+                   help="values, source lines and opcodes listed per kernel (default 10, 0: all)")
+
+    c = sub.add_parser("compare", help="two variants side by side with deltas",
+                       description="Compare two PTX files kernel by kernel (matched by name; "
+                                   "two single-kernel files pair their kernels).")
+    c.add_argument("file_a", metavar="A.ptx")
+    c.add_argument("file_b", metavar="B.ptx")
+    common(c)
+    c.add_argument("--no-compile", action="store_true", help="skip ptxas")
+    c.add_argument("--top", default=10, type=top,
+                   help="changed opcodes listed per kernel (default 10, 0: all)")
+
+    s = sub.add_parser("sweep", help="compile at several register caps",
+                       description="Compile each kernel uncapped and at each --maxrregcount cap.")
+    s.add_argument("file", metavar="FILE.ptx")
+    common(s)
+    s.add_argument("--caps", type=_caps, default=None,
+                   help="comma-separated caps, e.g. 255,128,64 (default: the occupancy cliffs)")
+    s.add_argument("--top", default=10, type=top, help=argparse.SUPPRESS)
+
+    o = sub.add_parser("occupancy", help="blocks/SM, occupancy, limiter and register cliffs",
+                       description="Occupancy for a register count and block size.")
+    common(o, compile_arch=False, kernel=False)
+    o.add_argument("--regs", required=True, type=_int_range(0, 255, "register count"),
+                   help="registers per thread")
+    o.add_argument("--smem", default=0, type=_int_range(0, None, "shared memory size"),
+                   help="shared memory per block in bytes (default 0)")
+    return p
+
+
+# --- commands -------------------------------------------------------------------------------
+
+def _read(path: str) -> tuple:
+    """(bytes, display name) of a file, or of standard input for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(), path
+    except OSError as exc:
+        raise _InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def _emit(args, obj, text_fn) -> None:
+    if args.json:
+        sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(text_fn())
+
+
+def _analyze(args) -> int:
+    from .analysis import analyze_ptx
+
+    data, name = _read(args.file)
+    res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel)
+    _emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
+    return EXIT_OK
+
+
+def _compare(args) -> int:
+    from .analysis import analyze_ptx
+    from .variants import compare_variants
+
+    sides = []
+    for path in (args.file_a, args.file_b):
+        data, name = _read(path)
+        sides.append(analyze_ptx(data, name, args.arch, args.block, not args.no_compile,
+                                 kernel=args.kernel))
+    res = compare_variants(*sides)
+    _emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
+    return EXIT_OK
+
+
+def _sweep(args) -> int:
+    from .analysis import sweep_report
+
+    data, name = _read(args.file)
+    res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel)
+    _emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
+    return EXIT_OK
+
+
+def _occupancy(args) -> int:
+    from .analysis import occupancy_report
+
+    res = occupancy_report(args.arch, args.regs, args.block, args.smem)
+    _emit(args, res.to_dict() if args.json else None, res.to_text)
+    return EXIT_OK
+
+
+_COMMANDS = {"analyze": _analyze, "compare": _compare, "sweep": _sweep, "occupancy": _occupancy}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``ptxforge`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
+
+    Example::
+
+        >>> main(["occupancy", "--regs", "32", "--block", "128", "--json"])  # doctest: +SKIP
+        0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors (2), --help (0)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _COMMANDS[args.command](args)
+    except PtxforgeError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_FAILURE
+    except BrokenPipeError:  # output piped into head & co.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:  # pragma: no cover
+            pass
+        return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as exc:  # never a traceback for the user; the debug switch shows it
+        if os.environ.get("PTXFORGE_DEBUG"):
+            raise
+        sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+                         "(set PTXFORGE_DEBUG=1 for the traceback and please report it)\n")
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
