@@ -93,11 +93,17 @@ class ModuleBuilder:
         return self._add(KernelBuilder(name, self.target, _module=self))
 
     def func(self, name: str, params: Iterable = (), returns: Iterable = ()) -> KernelBuilder:
-        """A new ``.func`` device function; ``params``/``returns`` are (name, type) pairs.
+        """A new ``.func`` device function; ``params`` are (name, type) pairs and ``returns``
+        holds at most one (name, type) pair.
 
         Read parameters with ``fb.load_param(name)``, set results with
         ``fb.set_return(name, value)``, call it with ``kb.call(fb, *args)``.
         """
+        returns = list(returns)
+        if len(returns) > 1:
+            raise BuildError(f"func {name}: ptxas allows at most one .param return value, got "
+                             f"{len(returns)}; return the others through a pointer"
+                             f"{_where(caller_loc())}")
         fb = KernelBuilder(name, self.target, is_entry=False, _module=self)
         for pname, ptype in params:
             fb.param(pname, ptype)

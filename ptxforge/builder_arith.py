@@ -127,6 +127,8 @@ class ArithOps:
         mode, rnd = self._modifiers(family, opty, mode, rnd, ftz, sat, op, loc)
         result_ty = ty
         kinds = [k.strip() for k in spec.shape.split(",")][1:]
+        if dst is not None and family not in ("fma", "mad", "madc"):
+            kinds = kinds[1:]  # dst supplies the first source
         if mode == "wide":
             if dst is not None or ty not in _WIDE:
                 raise type_error(op, f"a 16/32-bit integer for .wide (SSA form only)", ty_reg(ty), loc)
@@ -319,6 +321,8 @@ class ArithOps:
             raise BuildError(f"setp: combine must be 'and', 'or' or 'xor', got {combine!r}{_where(loc)}")
         if ftz and ty is not T.f32:
             raise BuildError(f"setp: .ftz applies to .f32 only, not {ty.ptx}{_where(loc)}")
+        if both and ty.bits == 16 and ty.is_float:
+            raise BuildError(f"setp: {ty.ptx} has no two-result (p|q) form{_where(loc)}")
         srcs = [self._src("setp", a, ty, loc, relaxed), self._src("setp", b, ty, loc, relaxed)]
         if c is not None:
             srcs.append(self._pred_src("setp", c, loc))
@@ -336,12 +340,11 @@ class ArithOps:
         """``selp``: d = a if p else b. Example: ``m = kb.selp(x, 0.0, positive)``."""
         loc = caller_loc()
         ty, relaxed = self._infer("selp", (a, b), type, loc)
-        if not isa.OPS["selp"].allows(isa.storage_type(ty)) or ty.is_pred:
+        st = isa.move_type(ty)
+        if not isa.OPS["selp"].allows(st) or ty.is_pred:
             raise type_error("selp", f"operands of type {_expect_list(isa.OPS['selp'].types)}",
                              a if isinstance(a, ir.Register) else ty_reg(ty), loc)
-        st = isa.storage_type(ty)
-        srcs = (self._src("selp", a, st if ty.bits == 16 and ty.is_float else ty, loc, relaxed),
-                self._src("selp", b, st if ty.bits == 16 and ty.is_float else ty, loc, relaxed),
+        srcs = (self._src("selp", a, ty, loc, relaxed), self._src("selp", b, ty, loc, relaxed),
                 self._pred_src("selp", p, loc))
         out = self._new(ty, loc)
         self._emit(_opcode("selp", st, ()), (out, *srcs), 1, loc, pred, "selp")
@@ -370,6 +373,12 @@ class ArithOps:
                 raise type_error("cvt", f"a numeric {what} type (.u8-.u64, .s8-.s64, .f16, .bf16, "
                                  f".f32, .f64); reinterpret bits with type=", ty_reg(t), loc)
         rnd = _cvt_rounding(src, to, rnd, loc)
+        if T.bf16 in (src, to) and 8 in (src.bits, to.bits):
+            raise BuildError(f"cvt {src.ptx} -> {to.ptx}: ptxas rejects bf16 <-> 8-bit "
+                             f"conversions; convert through a 16-bit integer{_where(loc)}")
+        if sat and not _can_saturate(src, to):
+            raise BuildError(f"cvt {src.ptx} -> {to.ptx}: .sat needs a conversion that can go out "
+                             f"of range (every {src.ptx} value fits in {to.ptx}){_where(loc)}")
         if ftz and T.f32 not in (src, to):
             raise BuildError(f"cvt: .ftz needs an .f32 source or destination{_where(loc)}")
         out = self._new(to, loc)
@@ -402,7 +411,7 @@ class ArithOps:
 
     def _mov_into(self, out, a, ty, relaxed, loc, pred, op):
         """Emit ``mov`` of ``a`` into ``out`` (half-float numbers become bit patterns)."""
-        st = isa.storage_type(ty)
+        st = isa.move_type(ty)
         if isinstance(a, (int, float)) and not isinstance(a, bool) and ty.bits == 16 and ty.is_float:
             src = ir.Immediate(_f16_bits(float(a), ty), T.b16)
         else:
@@ -448,6 +457,22 @@ class ArithOps:
 def _fits_src(reg_t: T.PtxType, ty: T.PtxType) -> bool:
     """A register may be reinterpreted as ``ty`` for cvt when widths match."""
     return reg_t.bits == ty.bits and not reg_t.is_pred
+
+
+def _can_saturate(src: T.PtxType, to: T.PtxType) -> bool:
+    """True unless ``to`` holds every value of the integer type ``src``."""
+    if not (src.is_int and to.is_int):
+        return True
+    lo_s, hi_s = _irange(src)
+    lo_d, hi_d = _irange(to)
+    return lo_d > lo_s or hi_d < hi_s
+
+
+def _irange(ty: T.PtxType) -> tuple:
+    """Value range of an integer type."""
+    if ty.is_signed:
+        return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
+    return 0, (1 << ty.bits) - 1
 
 
 def _comparisons(ty: T.PtxType) -> tuple:

@@ -233,6 +233,8 @@ class _Core:
         self._label_seq = 0
         self._directives: dict = {}
         self._pointers: dict = {}
+        self._arrays: dict = {}
+        self._param_types: dict = {}
         self._guard: Optional[ir.Guard] = None
         self._open: list = []
         self._cc_writer: Optional[str] = None
@@ -464,7 +466,7 @@ class _Core:
         if isinstance(step, int) and step == 0:
             raise BuildError(f"loop: step must not be 0{_where(loc)}")
         counter = self._new(ty, loc)
-        self._emit(f"mov{isa.storage_type(ty).ptx}", (counter, self._src("loop", start, ty, loc, True)),
+        self._emit(f"mov{isa.move_type(ty).ptx}", (counter, self._src("loop", start, ty, loc, True)),
                    1, loc)
         head, done = self.new_label("loop"), self.new_label("endloop")
         self._labels[head] = loc
@@ -536,6 +538,7 @@ class _Core:
             count = self._counters.get(cls.name)
             if count:
                 decls.append(ir.RegDecl(cls.decl, cls.prefix, count + 1))
+        returns = tuple(ir.Param(r.name, isa.storage_type(r.type)) for r in self._returns)
         return ir.Kernel(
             name=self.name,
             params=tuple(self._params),
@@ -543,7 +546,7 @@ class _Core:
             reg_decls=tuple(decls),
             is_entry=self.is_entry,
             linkage=".visible",
-            returns=tuple(self._returns),
+            returns=returns,
             directives=tuple(self._directives.items()),
         )
 

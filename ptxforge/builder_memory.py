@@ -65,7 +65,8 @@ class MemoryOps:
         if ty.is_pred:
             raise type_error("param", "a non-predicate parameter type", ty_reg(ty), loc)
         self._declare(name, "parameter", loc)
-        self._params.append(ir.Param(name, ty))
+        self._params.append(ir.Param(name, isa.storage_type(ty)))
+        self._param_types[name] = ty
         return ParamRef(name, ty)
 
     def param_ptr(self, name: str, elem, space: str = "global") -> ParamRef:
@@ -90,7 +91,7 @@ class MemoryOps:
             return p
         for decl in self._params:
             if decl.name == p:
-                return ParamRef(decl.name, decl.type)
+                return ParamRef(decl.name, self._param_types.get(decl.name, decl.type))
         raise BuildError(f"no parameter named {p!r} in {self.name}{_where(caller_loc())}")
 
     def load_param(self, p) -> ir.Register:
@@ -139,9 +140,10 @@ class MemoryOps:
             raise BuildError(f"{space} array {name!r}: align must be a power of two >= "
                              f"{_size(ty)}, got {align}{_where(loc)}")
         self._declare(name, f"{space} array", loc)
+        self._arrays[name] = Array(name, ty, count, space, align)
         decl = ir.VarDecl(space, isa.storage_type(ty), name, align, (count,), init)
         (self._globals if space == "const" else self._decls).append(decl)
-        return Array(name, ty, count, space, align)
+        return self._arrays[name]
 
     def shared_array(self, name: str, type, count: int, *, align: Optional[int] = None) -> Array:
         """Declare ``.shared .align A .type name[count]``. Example:
@@ -234,6 +236,10 @@ class MemoryOps:
             return ir.Address(ir.Symbol(addr.name), offset), T.as_type(type or addr.type), "param"
         if isinstance(addr, ir.Address):
             base, offset = addr.base, addr.offset + offset
+            arr = self._arrays.get(base.name) if isinstance(base, ir.Symbol) else None
+            if arr is not None:
+                ety = T.as_type(type) if type is not None else arr.type
+                return ir.Address(base, offset), ety, space or arr.space
             if isinstance(base, ir.Symbol) or base is None:
                 if type is None:
                     raise type_error(op, "type= for a symbol address", addr, loc)
@@ -265,7 +271,9 @@ class MemoryOps:
         if not isa.OPS["ld"].allows(ety):
             raise type_error("ld", f"a loadable type ({_expect_list(isa.OPS['ld'].types)})",
                              ty_reg(ety), loc)
-        mods = [sp, "volatile" if volatile else "", "nc" if nc else "",
+        if vec * ety.bits > 128:
+            raise BuildError(f"ld: .v{vec} of {ety.ptx} is wider than 128 bits{_where(loc)}")
+        mods = ["volatile" if volatile else "", sp, "nc" if nc else "",
                 f"v{vec}" if vec > 1 else ""]
         if nc and sp != "global":
             raise BuildError(f"ld: .nc needs the global space{_where(loc)}")
@@ -303,7 +311,9 @@ class MemoryOps:
                 srcs.append(v)
             else:
                 srcs.append(self.mov(v, type=ety))
-        mods = [sp, "volatile" if volatile else "", f"v{len(srcs)}" if len(srcs) > 1 else ""]
+        if len(srcs) * ety.bits > 128:
+            raise BuildError(f"st: .v{len(srcs)} of {ety.ptx} is wider than 128 bits{_where(loc)}")
+        mods = ["volatile" if volatile else "", sp, f"v{len(srcs)}" if len(srcs) > 1 else ""]
         opcode = ".".join(["st", *(m for m in mods if m), isa.storage_type(ety).name])
         src = srcs[0] if len(srcs) == 1 else ir.Vector(tuple(srcs))
         self._emit(opcode, (address, src), 0, loc, pred, "st")
@@ -554,16 +564,17 @@ class MemoryOps:
         names = []
         for k, (p, a) in enumerate(zip(func._params, args)):
             name = f"param{k}"
+            pty = func._param_types.get(p.name, p.type)
             self._body.append(ir.VarDecl("param", p.type, name))
-            src = self._src(f"call {func.name}", a, p.type, loc)
+            src = self._src(f"call {func.name}", a, pty, loc)
             if not isinstance(src, ir.Register):
-                src = self.mov(a, type=p.type)
-            self._emit(f"st.param{isa.storage_type(p.type).ptx}",
+                src = self.mov(a, type=pty)
+            self._emit(f"st.param{p.type.ptx}",
                        (ir.Address(ir.Symbol(name)), src), 0, loc, op="call")
             names.append(ir.Symbol(name))
         rets = []
         for k, r in enumerate(func._returns):
-            self._body.append(ir.VarDecl("param", r.type, f"retval{k}"))
+            self._body.append(ir.VarDecl("param", isa.storage_type(r.type), f"retval{k}"))
             rets.append(ir.Symbol(f"retval{k}"))
         ops = []
         if rets:

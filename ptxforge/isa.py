@@ -41,6 +41,7 @@ __all__ = [
     "check_supported",
     "min_ptx_version",
     "storage_type",
+    "move_type",
     "bits_type",
 ]
 
@@ -213,7 +214,7 @@ _ROWS = (
            _rules(("f16", 53, "4.2"), ("bf16", 90, "7.8")), "p = a cmp b"),
     OpSpec("cvt", "d, a", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
            _rules(("bf16 f32", 80, "7.0"), ("f32 bf16", 80, "7.1"), ("bf16x2 f32", 80, "7.0"),
-                  ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 f16", 90, "7.8"),
+                  ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 bf16", 90, "7.8"), ("bf16 f16", 90, "7.8"),
                   ("f16 bf16", 90, "7.8"), ("bf16 u8", 90, "7.8"), ("bf16 s8", 90, "7.8"),
                   ("bf16 u16", 90, "7.8"), ("bf16 s16", 90, "7.8"), ("bf16 u32", 90, "7.8"),
                   ("bf16 s32", 90, "7.8"), ("bf16 u64", 90, "7.8"), ("bf16 s64", 90, "7.8"),
@@ -318,11 +319,18 @@ def min_ptx_version(target: str, instructions: Iterable) -> str:
 
 
 _STORAGE = {T.f16: T.b16, T.bf16: T.b16, T.f16x2: T.b32, T.bf16x2: T.b32}
+_MOVE = {**_STORAGE, T.u8: T.u16, T.s8: T.s16, T.b8: T.b16}
 
 
 def storage_type(ty: T.PtxType) -> T.PtxType:
-    """The type ld/st/mov/selp spell for a value type: half types move as ``.b16``/``.b32``."""
+    """The type ld/st spell for a value type: half types move as ``.b16``/``.b32``."""
     return _STORAGE.get(ty, ty)
+
+
+def move_type(ty: T.PtxType) -> T.PtxType:
+    """The type mov/selp spell: as :func:`storage_type`, and 8-bit values as 16-bit (they
+    live in 16-bit registers and mov has no 8-bit form)."""
+    return _MOVE.get(ty, ty)
 
 
 _BITS_OF = {8: T.b8, 16: T.b16, 32: T.b32, 64: T.b64, 128: T.b128}
