@@ -356,7 +356,7 @@ class MemoryOps:
             raise BuildError(f"{family}: atomics work on global or shared memory, not {sp!r}"
                              f"{_where(loc)}")
         opty = isa.bits_type(ety) if op in ("exch", "cas", "and", "or", "xor") else ety
-        if opty not in _ATOM_TYPES[op]:
+        if opty not in _ATOM_TYPES[op] or (op in ("and", "or", "xor") and ety.is_float):
             raise type_error(f"{family}.{op}", f"a value of type {_expect_list(_ATOM_TYPES[op])}",
                              value if isinstance(value, ir.Register) else ty_reg(ety), loc)
         srcs = []
