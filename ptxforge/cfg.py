@@ -50,6 +50,7 @@ __all__ = ["BasicBlock", "Loop", "ControlFlowGraph", "build_cfg", "TERMINATORS"]
 #: Opcode families that end a basic block.
 TERMINATORS = frozenset({"bra", "brx", "ret", "exit", "trap"})
 
+_TERMINATOR_HEADS = frozenset(t[:3] for t in TERMINATORS)
 _BRANCHTARGETS = re.compile(r"^\s*(?:([\w$.]+)\s*:\s*)?\.branchtargets\s+(.*?);?\s*$", re.S)
 
 
@@ -150,10 +151,11 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     instructions: list[ir.Instruction] = []
     label_at: dict[str, int] = {}
     leaders = {0}
+    Instruction = ir.Instruction
     for stmt in body:
-        if isinstance(stmt, ir.Instruction):
+        if type(stmt) is Instruction or isinstance(stmt, Instruction):
             instructions.append(stmt)
-            if stmt.family in TERMINATORS:
+            if stmt.opcode[:3] in _TERMINATOR_HEADS and stmt.family in TERMINATORS:
                 leaders.add(len(instructions))
         elif isinstance(stmt, ir.Label):
             if stmt.name in label_at:
@@ -176,7 +178,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
         label_block[name] = start_block.get(pos)  # None: label at the very end of the body
         if pos in start_block:
             labels_of.setdefault(start_block[pos], []).append(name)
-    target_lists = _branchtarget_lists(body)
+    target_lists: Optional[dict] = None
 
     def resolve(name: str, where: ir.Instruction) -> Optional[int]:
         if name not in label_block:
@@ -201,6 +203,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
             if last.guard is not None:
                 out.extend(fall)
         elif fam == "brx":
+            if target_lists is None:
+                target_lists = _branchtarget_lists(body)
             names = [t for t in map(_target_name, last.operands) if t is not None]
             labels = target_lists.get(names[-1]) if names else None
             if labels is None:

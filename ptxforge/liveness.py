@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from itertools import repeat
+from operator import add, mul
 from typing import Iterable, Iterator, Optional, Union
 
 import attrs
@@ -127,6 +129,7 @@ class Liveness:
     _guarded: bytes = attrs.field(repr=False)
     _touched: tuple = attrs.field(repr=False)  # per block: frozenset of registers it mentions
     _touched_len: array = attrs.field(repr=False)
+    _class_used: tuple = attrs.field(repr=False)  # per class position: any register of it
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -171,13 +174,15 @@ class Liveness:
         arr = {"at": self.at_counts, "before": self.before_counts, "after": self.after_counts}[where]
         if cls is not None:
             return arr[_CLASS_POS[cls]::_NC].tolist()
-        total = [0] * self.n_instructions
+        total = None
         for c in range(_NC):
-            if _UNITS[c]:
-                col = arr[c::_NC]
-                total = [t + v * _UNITS[c] for t, v in zip(total, col)] if _UNITS[c] != 1 else \
-                    [t + v for t, v in zip(total, col)]
-        return total
+            if not _UNITS[c] or not self._class_used[c]:
+                continue
+            col = arr[c::_NC]
+            if _UNITS[c] != 1:
+                col = map(mul, col, repeat(_UNITS[c]))
+            total = list(col) if total is None else list(map(add, total, col))
+        return [0] * self.n_instructions if total is None else total
 
     def class_peaks(self) -> dict[str, tuple[int, int]]:
         """Per class name: (largest number of values live at once, first instruction)."""
@@ -212,18 +217,31 @@ class Liveness:
         for i in sorted(set(indices)):
             want.setdefault(self.cfg.block_of_instruction[i], []).append(i)
         out: dict[int, tuple[int, ...]] = {}
+        defs, uses, guarded = self._defs, self._uses, self._guarded
         for b, points in want.items():
+            blk = self.cfg.blocks[b]
+            s, e = blk.start, blk.end
             targets = set(points)
-            start = self.cfg.blocks[b].start
-            for j, live, defs in self.iter_points(b, lo=points[0] - 1):
-                if j < 0:
-                    if where == "before" and start in targets:
-                        out[start] = tuple(sorted(live))
-                elif where == "before":
-                    if j + 1 in targets:
-                        out[j + 1] = tuple(sorted(live))
-                elif j in targets:
-                    out[j] = tuple(sorted(live.union(defs) if where == "at" else live))
+            back = set(bits_of(self.live_out_bits[b]))
+            found: dict[int, set] = {}
+            for j in range(e - 1, points[0] - 1, -1):
+                if j in targets and where != "before":
+                    found[j] = back.union(defs[j]) if where == "at" else set(back)
+                if not guarded[j]:
+                    back.difference_update(defs[j])
+                back.update(uses[j])
+                if j in targets and where == "before":
+                    found[j] = set(back)
+            # Keep only what some definition may have reached (defs of the block up to the point).
+            cand = set().union(*found.values())
+            md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
+            first: dict[int, int] = {}
+            for j in range(s, points[-1] + 1):
+                for r in defs[j]:
+                    first.setdefault(r, j)
+            for j, regs in found.items():
+                limit = j if where == "before" else j + 1
+                out[j] = tuple(sorted(r for r in regs if r in md_in or first.get(r, e) < limit))
         return out
 
     def iter_points(self, b: int, lo: int = -1, hi: int = 1 << 62) -> Iterator[tuple[int, set, tuple]]:
@@ -279,35 +297,70 @@ class Liveness:
         return out
 
 
+_SIMPLE = (ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw)
+
+
 def _prepare(instructions: tuple) -> tuple:
-    """Number registers by first appearance; per instruction: defs, uses, guarded flag."""
+    """Number registers by first appearance; per instruction: defs, uses, guarded flag, and
+    defs + uses without repeats."""
     index: dict[str, int] = {}
     regs: list[ir.Register] = []
     defs: list[tuple] = []
     uses: list[tuple] = []
+    both: list[tuple] = []
     guarded = bytearray(len(instructions))
+    Register, Address = ir.Register, ir.Address
+    get = index.get
+    def number(r) -> int:
+        k = get(r.name)
+        if k is None:
+            k = index[r.name] = len(regs)
+            regs.append(r)
+        return k
+
     for i, inst in enumerate(instructions):
-        dd = []
-        for r in inst.defs:
-            k = index.get(r.name)
-            if k is None:
-                k = index[r.name] = len(regs)
-                regs.append(r)
-            if k not in dd:
-                dd.append(k)
-        uu = []
-        for r in inst.uses:
-            k = index.get(r.name)
-            if k is None:
-                k = index[r.name] = len(regs)
-                regs.append(r)
-            if k not in uu:
-                uu.append(k)
-        defs.append(tuple(dd))
-        uses.append(tuple(uu))
+        nd = inst.ndefs
+        dd: list[int] = []
+        uu: list[int] = []
+        # Fast path: registers, literals and register-based addresses (the common case);
+        # vectors and negated predicates go through the IR's own defs/uses.
+        for k, o in enumerate(inst.operands):
+            t = type(o)
+            if t is Register:
+                x = get(o.name)
+                if x is None:
+                    x = number(o)
+                if k < nd:
+                    if x not in dd:
+                        dd.append(x)
+                elif x not in uu:
+                    uu.append(x)
+            elif t is Address:
+                if type(o.base) is Register:
+                    x = number(o.base)
+                    if x not in uu:
+                        uu.append(x)
+            elif not isinstance(o, _SIMPLE):
+                dd = list(dict.fromkeys(number(r) for r in inst.defs))
+                uu = list(dict.fromkeys(number(r) for r in inst.uses))
+                break
+        else:
+            if inst.guard is not None:
+                x = number(inst.guard.register)
+                if x not in uu:
+                    uu.append(x)
         if inst.guard is not None:
             guarded[i] = 1
-    return index, regs, tuple(defs), tuple(uses), bytes(guarded)
+        tu = tuple(uu)
+        uses.append(tu)
+        if dd:
+            td = tuple(dd)
+            defs.append(td)
+            both.append(td + tuple(x for x in uu if x not in dd))
+        else:
+            defs.append(())
+            both.append(tu)
+    return index, regs, tuple(defs), tuple(uses), tuple(both), bytes(guarded)
 
 
 def _solve(cfg: ControlFlowGraph, defs: tuple, uses: tuple, guarded: bytes, nregs: int):
@@ -381,7 +434,7 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     cfg = kernel if isinstance(kernel, ControlFlowGraph) else build_cfg(kernel)
     insts = cfg.instructions
     n = len(insts)
-    index, regs, defs, uses, guarded = _prepare(insts)
+    index, regs, defs, uses, affected, guarded = _prepare(insts)
     nr = len(regs)
     cls = bytes(_CLASS_POS[r.reg_class.name] for r in regs)
     first_def = array("i", [-1]) * nr
@@ -395,12 +448,14 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         for r in uses[i]:
             last_use[r] = i
     l_in, l_out, d_in, d_out, touched = _solve(cfg, defs, uses, guarded, nr)
-    class_masks = [mask_of((r for r in range(nr) if cls[r] == c), nr) for c in range(_NC)]
-    before = array("i", [0]) * (n * _NC)
+    members: list[list[int]] = [[] for _ in range(_NC)]
+    for r in range(nr):
+        members[cls[r]].append(r)
+    class_masks = [mask_of(m, nr) if m else 0 for m in members]
     after = array("i", [0]) * (n * _NC)
-    at = array("i", [0]) * (n * _NC)
+    patches: list = []
+    entry: list = []
     length = array("i", [0]) * nr
-    affected = [tuple(dict.fromkeys(defs[j] + uses[j])) for j in range(n)]
     for blk in cfg.blocks:
         b, s, e = blk.index, blk.start, blk.end
         tset = touched[b]
@@ -423,31 +478,35 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         for j in range(e - 1, s - 1, -1):
             base = j * _NC
             after[base:base + _NC] = cnt
-            dead = [r for r in defs[j] if r not in open_]
-            if dead:
-                for r in dead:
-                    cnt[cls[r]] += 1
-                at[base:base + _NC] = cnt
-                for r in dead:
-                    cnt[cls[r]] -= 1
-                    length[r] += 1
-            else:
-                at[base:base + _NC] = cnt
-            if not guarded[j]:
-                back.difference_update(defs[j])
+            dj = defs[j]
+            if dj:
+                dead = [r for r in dj if r not in open_]
+                if dead:
+                    patches.append((base, dead))
+                    for r in dead:
+                        length[r] += 1
+                if not guarded[j]:
+                    back.difference_update(dj)
             back.update(uses[j])
             for r in affected[j]:
-                now = r in back and (r in md_in or first.get(r, e) < j)
-                if r in open_:
-                    if not now:
-                        length[r] += open_.pop(r) - j + 1
-                        cnt[cls[r]] -= 1
-                elif now:
-                    open_[r] = j - 1
-                    cnt[cls[r]] += 1
-            before[base:base + _NC] = cnt
+                if r in back and (r in md_in or first.get(r, e) < j):
+                    if r not in open_:
+                        open_[r] = j - 1
+                        cnt[cls[r]] += 1
+                elif r in open_:
+                    length[r] += open_.pop(r) - j + 1
+                    cnt[cls[r]] -= 1
+        entry.append((s * _NC, cnt))
         for r, hi in open_.items():
             length[r] += hi - s + 1
+    # at(i) = after(i) + results that die at once; before(i) = after(i - 1) inside a block.
+    at = array("i", after)
+    for base, dead in patches:
+        for r in dead:
+            at[base + cls[r]] += 1
+    before = array("i", [0]) * _NC + after[: max(0, len(after) - _NC)]
+    for base, counts in entry:
+        before[base:base + _NC] = counts
     return Liveness(
         cfg=cfg,
         registers=tuple(regs),
@@ -468,4 +527,5 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         guarded=guarded,
         touched=tuple(touched),
         touched_len=length,
+        class_used=tuple(bool(m) for m in members),
     )
