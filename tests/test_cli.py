@@ -1,0 +1,357 @@
+"""The ``ptxforge`` command on real PTX from the CUDA C++ corpus (NVRTC) and through ptxas.
+
+Most tests call :func:`ptxforge.cli.main` in-process and read its output with ``capsys``; a few
+run ``python -m ptxforge`` as a subprocess (standard input, exit status, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptxforge.cli import main
+from ptxforge.compile import compile_ptx
+from ptxforge.occupancy import occupancy
+from ptxforge.parse import parse
+
+from corpus_util import CORPUS_DIR, compile_cu, corpus_ptx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+KERNEL_KEYS = {"name", "instructions", "vregs", "estimate", "ptxas", "occupancy"}
+ESTIMATE_KEYS = {"registers", "predicates"}
+PTXAS_KEYS = {"registers", "spill_stores", "spill_loads", "stack"}
+OCCUPANCY_KEYS = {"blocks_per_sm", "occupancy", "limiter"}
+
+BROKEN_FOR_PTXAS = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry broken(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .f32 %f<3>;
+    mov.u32 %r1, %tid.x;
+    add.s32 %r2, %f1, %r1;
+    ret;
+}
+"""
+
+MALFORMED = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k()
+{
+    .reg .b32 %r<2>;
+    mov.u32 %r1, %tid.x
+    ret;
+}
+"""
+
+
+def run(capsys, *argv):
+    """(exit status, stdout, stderr) of ``main(argv)``."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _variant_16(source: str) -> str:
+    """live_window with 16 loads instead of 32 (the other kernel unchanged)."""
+    head, sep, tail = source.partition("extern \"C\" __global__ void __maxnreg__")
+    return head.replace("32", "16").replace("31", "15") + sep + tail
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Corpus PTX written to files: weno and pressure with -lineinfo, a 16-load variant."""
+    d = tmp_path_factory.mktemp("cli")
+    paths = {
+        "weno": d / "weno.ptx",
+        "pressure": d / "pressure.ptx",
+        "pressure16": d / "pressure16.ptx",
+        "reduce": d / "reduce.ptx",
+        "broken": d / "broken.ptx",
+        "malformed": d / "malformed.ptx",
+    }
+    paths["weno"].write_text(corpus_ptx("weno", "sm_80", True))
+    paths["pressure"].write_text(corpus_ptx("pressure", "sm_80", True))
+    src16 = _variant_16((CORPUS_DIR / "pressure.cu").read_text())
+    paths["pressure16"].write_text(compile_cu(src16, "pressure16", "sm_80", False))
+    paths["reduce"].write_text(corpus_ptx("reduce", "sm_80", False))
+    paths["broken"].write_text(BROKEN_FOR_PTXAS)
+    paths["malformed"].write_text(MALFORMED)
+    return paths
+
+
+def _kernel(doc: dict, name: str) -> dict:
+    (k,) = [k for k in doc["kernels"] if k["name"] == name]
+    return k
+
+
+# --- analyze --------------------------------------------------------------------------------
+
+def test_analyze_json_pins_the_kernel_keys_and_values(capsys, files):
+    doc = run_json(capsys, "analyze", files["weno"], "--arch", "sm_80", "--block", "256")
+    assert doc["schema"] == "ptxforge.analyze/1"
+    assert (doc["arch"], doc["block_size"], doc["compiled"]) == ("sm_80", 256, True)
+    k = _kernel(doc, "weno5_reconstruct")
+    assert KERNEL_KEYS <= set(k)
+    assert ESTIMATE_KEYS <= set(k["estimate"])
+    assert PTXAS_KEYS <= set(k["ptxas"])
+    assert OCCUPANCY_KEYS <= set(k["occupancy"])
+
+    ptx = files["weno"].read_text()
+    body = parse(ptx).kernel("weno5_reconstruct")
+    assert k["instructions"] == len(body.instructions)
+    # virtual registers: the distinct %fd/%rd/%r/%p names in the body, counted from the text
+    names = set(re.findall(r"%(fd|rd|r|p)(\d+)\b", ptx.split(".entry", 1)[1]))
+    prefix = {"fd": "f64", "rd": "b64", "r": "b32", "p": "pred"}
+    expect = {}
+    for pre, _ in names:
+        expect[prefix[pre]] = expect.get(prefix[pre], 0) + 1
+    assert k["vregs"] == expect
+    # every selp in the text is in the breakdown, and the categories add up
+    selp = k["mix"]["selp"]
+    assert selp["total"] == len(re.findall(r"^\s*selp\.", ptx, re.M)) > 0
+    assert selp["literal_pair"] + selp["literal_register"] + selp["register_pair"] == selp["total"]
+
+    stats = compile_ptx(ptx, "sm_80")["weno5_reconstruct"]
+    assert k["ptxas"]["registers"] == stats.registers
+    assert (k["ptxas"]["spill_stores"], k["ptxas"]["spill_loads"]) == (0, 0)
+    assert k["ptxas"]["stack"] == stats.stack_frame
+    occ = occupancy(stats.registers, 256, "sm_80")
+    assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
+    assert k["occupancy"]["occupancy"] == pytest.approx(occ.occupancy, abs=1e-6)
+    assert k["occupancy"]["limiter"] == occ.limiting[0]
+    assert k["occupancy"]["basis"] == "ptxas"
+    assert 0 < k["estimate"]["registers"] <= stats.registers
+    assert k["estimate"]["predicates"] >= 1
+
+
+def test_analyze_names_the_cuda_source_line_of_the_values_live_at_the_peak(capsys, files):
+    lines = (CORPUS_DIR / "pressure.cu").read_text().splitlines()
+    loads = 1 + next(i for i, text in enumerate(lines) if "// LOADS" in text)
+    doc = run_json(capsys, "analyze", files["pressure"], "--kernel", "live_window", "--top", "0")
+    assert [k["name"] for k in doc["kernels"]] == ["live_window"]
+    est = doc["kernels"][0]["estimate"]
+    top = est["by_source"][0]
+    assert top["file"].endswith("pressure.cu") and top["line"] == loads
+    # the 32 values loaded on that line are (nearly) all live at the peak
+    assert top["count"] >= 30
+    on_line = [v for v in est["values"] if v["loc"] and v["loc"].endswith(f"pressure.cu:{loads}")]
+    assert len(on_line) == top["count"]
+    assert est["values_total"] == len(est["values"])
+
+    code, out, err = run(capsys, "analyze", files["pressure"], "--kernel", "live_window")
+    assert code == 0, err
+    assert f"pressure.cu:{loads}" in out
+    section = out.split("live at the peak by source line")[1]
+    first_row = section.splitlines()[2]
+    assert f"pressure.cu:{loads}" in first_row and str(top["count"]) in first_row.split()
+
+
+def test_analyze_text_has_the_seed_tables(capsys, files):
+    code, out, err = run(capsys, "analyze", files["weno"], "--top", "5")
+    assert code == 0 and err == ""
+    for heading in ("resources (sm_80, 256 threads/block)", "key instructions:",
+                    "selp by operand kind", "peak pressure:", "values live at the peak (5 of",
+                    "live at the peak by source line"):
+        assert heading in out
+    stats = compile_ptx(files["weno"].read_text(), "sm_80")["weno5_reconstruct"]
+    row = next(line for line in out.splitlines() if line.startswith("  registers (32-bit)"))
+    assert row.split()[-1] == str(stats.registers)
+    selp_row = next(line for line in out.splitlines() if line.strip().startswith("selp ")
+                    and line.split()[-1].isdigit())
+    assert int(selp_row.split()[-1]) == files["weno"].read_text().count("\tselp.")
+
+
+def test_analyze_no_compile_uses_the_estimate(capsys, files):
+    doc = run_json(capsys, "analyze", files["reduce"], "--no-compile", "--block", "128")
+    assert doc["compiled"] is False and doc["backend"] is None
+    assert [k["name"] for k in doc["kernels"]] == ["block_reduce_sum", "warp_reduce_max",
+                                                  "reduce_f64_atomic"]
+    for k in doc["kernels"]:
+        assert set(k["ptxas"].values()) == {None}
+        assert k["occupancy"]["basis"] == "estimate"
+        assert k["occupancy"]["registers"] == k["estimate"]["registers"]
+    # block_reduce_sum declares 1 KB of shared memory (256 floats): it enters occupancy
+    k = _kernel(doc, "block_reduce_sum")
+    assert k["occupancy"]["shared"] == 1024
+    occ = occupancy(k["estimate"]["registers"], 128, "sm_80", shared=1024)
+    assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
+
+
+def test_analyze_output_is_deterministic(capsys, files):
+    first = run(capsys, "analyze", files["pressure"], "--no-compile", "--json")
+    second = run(capsys, "analyze", files["pressure"], "--no-compile", "--json")
+    assert first == second and first[0] == 0
+
+
+# --- errors and exit status ----------------------------------------------------------------
+
+def test_missing_file_is_exit_1_with_one_message(capsys, tmp_path):
+    missing = tmp_path / "nope.ptx"
+    code, out, err = run(capsys, "analyze", missing)
+    assert code == 1 and out == ""
+    assert err == f"ptxforge: error: cannot read {str(missing)!r}: No such file or directory\n"
+
+
+def test_malformed_ptx_reports_file_line_and_column(capsys, files):
+    code, out, err = run(capsys, "analyze", files["malformed"], "--no-compile")
+    assert code == 1 and out == ""
+    assert err.startswith(f"ptxforge: error: {files['malformed']}:8:5: expected ',' or ';'")
+    assert "ret;" in err and "Traceback" not in err
+
+
+def test_ptxas_failure_is_exit_1_with_the_log(capsys, files):
+    code, out, err = run(capsys, "analyze", files["broken"])
+    assert code == 1 and out == ""
+    assert err.startswith("ptxforge: error: ")
+    assert "Arguments mismatch for instruction 'add'" in err
+    assert "line 10" in err
+
+
+def test_unknown_kernel_lists_the_names(capsys, files):
+    code, out, err = run(capsys, "analyze", files["reduce"], "--kernel", "nope", "--no-compile")
+    assert code == 1 and out == ""
+    assert "no kernel named 'nope'" in err
+    assert "block_reduce_sum, warp_reduce_max, reduce_f64_atomic" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["analyze", "X", "--arch", "sm_99"], "unknown target 'sm_99'"),
+    (["occupancy", "--arch", "sm_42", "--regs", "32"], "unknown architecture 'sm_42'"),
+    (["analyze", "X", "--block", "0"], "block size must be 1..1024"),
+    (["analyze", "X", "--top", "-1"], "count must be >= 0"),
+    (["sweep", "X", "--caps", "128,8"], "16..255"),
+    (["sweep", "X", "--caps", "many"], "expected integers"),
+    (["occupancy", "--regs", "300"], "register count must be 0..255"),
+    (["analyze"], "required: FILE.ptx"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_usage_errors_are_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert needle in err and "usage:" in err
+
+
+# --- compare, sweep, occupancy ---------------------------------------------------------------
+
+def test_compare_two_variants(capsys, files):
+    doc = run_json(capsys, "compare", files["pressure"], files["pressure16"])
+    assert doc["schema"] == "ptxforge.compare/1"
+    assert doc["only_a"] == [] and doc["only_b"] == []
+    (pair,) = [p for p in doc["kernels"] if p["name"] == "live_window"]
+    for side in ("a", "b"):
+        assert KERNEL_KEYS <= set(pair[side])
+    rows = {r["metric"]: r for r in pair["rows"]}
+    assert (rows["ld.global"]["a"], rows["ld.global"]["b"]) == (32, 16)
+    assert rows["ld.global"]["delta"] == -16 and rows["ld.global"]["change"] == -0.5
+    assert (rows["fma"]["a"], rows["fma"]["b"]) == (32, 16)
+    regs = rows["registers (ptxas)"]
+    assert regs["a"] == pair["a"]["ptxas"]["registers"]
+    assert regs["b"] == pair["b"]["ptxas"]["registers"]
+    assert regs["delta"] == regs["b"] - regs["a"] < 0
+    assert rows["blocks/SM"]["b"] >= rows["blocks/SM"]["a"]
+
+    code, out, err = run(capsys, "compare", files["pressure"], files["pressure16"])
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.strip().startswith("ld.global"))
+    assert line.split() == ["ld.global", "32", "16", "-16", "-50%"]
+    assert "Delta" in out and "change" in out
+
+
+def test_compare_single_kernel_files_pair_whatever_the_names(capsys, files, tmp_path):
+    renamed = tmp_path / "renamed.ptx"
+    renamed.write_text(files["weno"].read_text().replace("weno5_reconstruct", "weno_branch"))
+    doc = run_json(capsys, "compare", files["weno"], renamed, "--no-compile")
+    (pair,) = doc["kernels"]
+    assert pair["name"] == "weno5_reconstruct / weno_branch"
+    assert all(r["delta"] in (0, None) for r in pair["rows"])
+
+
+def test_compare_without_common_kernels_fails(capsys, files):
+    code, out, err = run(capsys, "compare", files["reduce"], files["pressure"], "--no-compile")
+    assert code == 1 and "no kernel names in common" in err
+
+
+def test_sweep_two_caps(capsys, files):
+    doc = run_json(capsys, "sweep", files["pressure"], "--kernel", "live_window",
+                   "--caps", "128,32")
+    (k,) = doc["kernels"]
+    assert KERNEL_KEYS <= set(k) and k["name"] == "live_window"
+    rows = k["sweep"]["rows"]
+    assert [r["cap"] for r in rows] == [None, 128, 32]
+    assert rows[0]["registers"] == k["ptxas"]["registers"]
+    assert rows[2]["registers"] <= 32
+    assert rows[2]["registers"] < rows[0]["registers"]
+    for r in rows:
+        assert r["blocks_per_sm"] == occupancy(r["registers"], 256, "sm_80").active_blocks
+
+    code, out, err = run(capsys, "sweep", files["pressure"], "--kernel", "live_window",
+                         "--caps", "128,32")
+    assert code == 0, err
+    assert "register-cap sweep: live_window on sm_80" in out
+    assert [line.split()[0] for line in out.splitlines()[2:5]] == ["none", "128", "32"]
+
+
+def test_occupancy_sm86_51_registers(capsys):
+    code, out, err = run(capsys, "occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256")
+    assert code == 0, err
+    assert "blocks/SM   4" in out and "occupancy   66.7%" in out
+    assert "limited by  registers" in out
+    doc = run_json(capsys, "occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256")
+    assert doc["blocks_per_sm"] == 4 and doc["limiter"] == "registers"
+    assert round(doc["occupancy"] * 100, 1) == 66.7
+    assert (doc["cliffs"]["to_gain"], doc["cliffs"]["next_blocks"]) == (3, 5)
+    steps = {s["max_registers"]: s["blocks_per_sm"] for s in doc["cliffs"]["steps"]}
+    assert steps[64] == 4 and steps[48] == 5
+
+
+def test_occupancy_shared_memory_limits(capsys):
+    doc = run_json(capsys, "occupancy", "--arch", "sm_80", "--regs", "32", "--block", "128",
+                   "--smem", "49152")
+    assert doc["shared"] == 49152
+    assert doc["limiter"] == "shared_memory"
+    # 164 KB carveout, (48 KB + 1 KB reserved) per block: 3 blocks
+    assert doc["blocks_per_sm"] == 3
+
+
+# --- the real command in a subprocess --------------------------------------------------------
+
+def _python_m(*argv, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "ptxforge", *map(str, argv)], input=stdin,
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def test_python_m_ptxforge_reads_standard_input(files):
+    p = _python_m("analyze", "-", "--no-compile", "--json", stdin=files["weno"].read_text())
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["file"] == "<stdin>"
+    assert [k["name"] for k in doc["kernels"]] == ["weno5_reconstruct"]
+
+
+def test_python_m_ptxforge_errors_without_traceback(files, tmp_path):
+    p = _python_m("analyze", tmp_path / "missing.ptx")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.startswith("ptxforge: error: cannot read") and "Traceback" not in p.stderr
+    p = _python_m("analyze", "-", stdin="garbage {\n")
+    assert p.returncode == 1
+    assert p.stderr.startswith("ptxforge: error: <stdin>:1:1:") and "Traceback" not in p.stderr
+    p = _python_m("occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256")
+    assert p.returncode == 0 and "66.7%" in p.stdout
