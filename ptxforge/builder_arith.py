@@ -12,8 +12,8 @@ from typing import Optional
 
 from . import ir, isa
 from . import types as T
-from .builder_core import _expect_list, _register_internal, caller_loc, ty_reg, type_error
-from .errors import BuildError, PtxTypeError
+from .builder_core import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
+from .errors import BuildError
 
 __all__ = ["ArithOps", "SEED_INPLACE"]
 
@@ -511,8 +511,3 @@ def _cvt_rounding(src: T.PtxType, to: T.PtxType, rnd, loc):
         raise BuildError(f"cvt {src.ptx} -> {to.ptx}: rounding {rnd!r} is not valid; valid: "
                          f"{valid}{_where(loc)}")
     return rnd
-
-
-def _where(loc) -> str:
-    """`` at file:line`` or nothing."""
-    return f" at {loc}" if loc is not None else ""

@@ -239,6 +239,7 @@ class _Core:
         self._open: list = []
         self._cc_writer: Optional[str] = None
         self._callees: list = []
+        self._last_if: Optional[tuple] = None
 
     # -- allocation and operands --------------------------------------------------------
 
@@ -427,7 +428,7 @@ class _Core:
     def else_(self):
         """The else branch of the ``if_`` block that ends right before it."""
         loc = caller_loc()
-        last = getattr(self, "_last_if", None)
+        last = self._last_if
         if last is None or last[1] != len(self._body):
             raise BuildError(f"kb.else_() must directly follow a kb.if_(...) block{_where(loc)}")
         self._last_if = None
