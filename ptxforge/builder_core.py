@@ -447,10 +447,12 @@ class _Core:
             self._cc_writer = None
 
     @contextlib.contextmanager
-    def loop(self, start: Value, stop: Value, step: Value = 1, *, type=None):
+    def loop(self, start: Value, stop: Value, step: Value = 1, *, type=None, unroll: bool = True):
         """A counted loop ``for i in range(start, stop, step)`` whose counter is updated in
         place; yields the counter register.  The test is at the top (zero trips are fine); a
-        register ``step`` must be positive, an int ``step`` may be negative.
+        register ``step`` must be positive, an int ``step`` may be negative.  ``unroll=False``
+        emits ``.pragma "nounroll";`` in the loop header so ptxas keeps the loop rolled (its
+        unrolling can multiply register pressure).
 
         Example::
 
@@ -472,6 +474,8 @@ class _Core:
         head, done = self.new_label("loop"), self.new_label("endloop")
         self._labels[head] = loc
         self._body.append(ir.Label(head))
+        if not unroll:
+            self._body.append(ir.Directive('.pragma "nounroll";'))
         cmp = "le" if isinstance(step, int) and step < 0 else "ge"
         p = self._new(T.pred, loc)
         self._emit(f"setp.{cmp}{ty.ptx}", (p, counter, self._src("loop", stop, ty, loc, True)), 1, loc)
@@ -492,6 +496,13 @@ class _Core:
             self._cc_writer = None
 
     # -- directives ---------------------------------------------------------------------
+
+    def pragma(self, text: str) -> None:
+        """Emit ``.pragma "text";`` here (e.g. ``kb.pragma("nounroll")`` in a loop header)."""
+        loc = caller_loc()
+        if not isinstance(text, str) or '"' in text or "\n" in text:
+            raise BuildError(f"pragma: expected a one-line string without quotes, got {text!r}{_where(loc)}")
+        self._body.append(ir.Directive(f'.pragma "{text}";'))
 
     def _dims(self, name: str, values: tuple) -> None:
         """Record a performance-tuning directive after checking its values."""

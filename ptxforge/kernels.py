@@ -115,7 +115,9 @@ def sgemm_tiled(tile: int = 16, target: str = "sm_80") -> ir.Module:
     a_row = kb.elem_ptr(a_tile, kb.mul(ty, tile))
     b_col = kb.elem_ptr(b_tile, tx)
     acc = kb.mov(0.0, type=T.f32)
-    with kb.loop(0, k, tile) as t:
+    # Keep the K loop rolled: ptxas would otherwise unroll it and hoist the shared loads of
+    # several iterations, which takes sgemm_tiled from ~36 to ~111 registers on sm_80.
+    with kb.loop(0, k, tile, unroll=False) as t:
         kb.st(a_slot, kb.ld(kb.elem_ptr(a, kb.mad(row, k, kb.add(t, tx)))))
         kb.st(b_slot, kb.ld(kb.elem_ptr(b, kb.mad(kb.add(t, ty), n, col))))
         kb.bar_sync()
