@@ -1,6 +1,22 @@
-"""ptxforge: write NVIDIA PTX kernels in Python and understand their register pressure."""
+"""ptxforge: write NVIDIA PTX kernels in Python and understand their register pressure.
 
-from . import ir, types
+The front doors are :class:`KernelBuilder` (write kernels in Python) and :func:`parse` (read
+PTX from any compiler); both produce the same IR (:mod:`ptxforge.ir`).  From there:
+:func:`emit` writes PTX, :func:`analyze_pressure` runs liveness and reports the peak,
+:func:`compile_ptx` asks ptxas what it assigned, :func:`occupancy` says what that costs, and
+:func:`compare` puts estimate and ptxas side by side.  GPU-only paths (:func:`load`) import
+the driver lazily; everything else works on a machine without a GPU.
+"""
+
+from . import ir, isa, kernels, types
+from .analysis import ModuleAnalysis, KernelAnalysis, analyze_module, analyze_ptx
+from .attribution import Attribution, attribute_registers, first_definitions
+from .builder import KernelBuilder, ModuleBuilder
+from .cfg import ControlFlowGraph, build_cfg
+from .compare import Comparison, Estimate, compare
+from .compile import (CompileOptions, Compiled, KernelStats, available_backends, backend_status,
+                      compile_many, compile_ptx)
+from .cubin import CubinInfo, read_cubin
 from .emit import emit
 from .errors import (
     BackendUnavailableError,
@@ -13,20 +29,47 @@ from .errors import (
     PtxTypeError,
     UnsupportedError,
 )
+from .interference import (InterferenceGraph, build_interference, greedy_coloring, max_clique,
+                           verify_coloring)
+from .liveness import Liveness, analyze_liveness
+from .mix import InstructionMix, SelpBreakdown, instruction_mix, module_mix
+from .occupancy import ArchProps, Occupancy, RegisterCliffs, arch_props, occupancy, register_cliffs
+from .parse import parse, parse_file
+from .pressure import PressureReport, analyze_pressure
+from .ptxas_log import PtxasLog, parse_ptxas_log
+from .sweep import Sweep, sweep
+
+
+def load(module_or_ptx, device: int = 0, **kwargs):
+    """JIT-load a module (IR, PTX text or cubin) on a GPU; see :func:`ptxforge.launch.load`."""
+    from .launch import load as _load
+
+    return _load(module_or_ptx, device, **kwargs)
+
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ir",
-    "types",
+    # IR and types
+    "ir", "types", "isa", "kernels",
+    # front doors
+    "KernelBuilder", "ModuleBuilder", "parse", "parse_file",
+    # emit
     "emit",
-    "PtxforgeError",
-    "PtxTypeError",
-    "BuildError",
-    "UnsupportedError",
-    "ParseError",
-    "CompileError",
-    "BackendUnavailableError",
-    "DeviceError",
-    "LaunchError",
+    # analysis
+    "build_cfg", "ControlFlowGraph", "analyze_liveness", "Liveness", "analyze_pressure",
+    "PressureReport", "build_interference", "InterferenceGraph", "greedy_coloring",
+    "verify_coloring", "max_clique", "instruction_mix", "module_mix", "InstructionMix",
+    "SelpBreakdown", "attribute_registers", "first_definitions", "Attribution",
+    "analyze_module", "analyze_ptx", "ModuleAnalysis", "KernelAnalysis",
+    # compile, occupancy, comparison
+    "compile_ptx", "compile_many", "CompileOptions", "Compiled", "KernelStats",
+    "available_backends", "backend_status", "parse_ptxas_log", "PtxasLog", "read_cubin",
+    "CubinInfo", "occupancy", "register_cliffs", "Occupancy", "RegisterCliffs", "ArchProps",
+    "arch_props", "compare", "Comparison", "Estimate", "sweep", "Sweep",
+    # GPU
+    "load",
+    # errors
+    "PtxforgeError", "PtxTypeError", "BuildError", "UnsupportedError", "ParseError",
+    "CompileError", "BackendUnavailableError", "DeviceError", "LaunchError",
 ]

@@ -330,6 +330,12 @@ class Module:
     def entries(self) -> tuple[Kernel, ...]:
         return tuple(k for k in self.kernels if k.is_entry and k.body is not None)
 
+    def load(self, device: int = 0, **kwargs):
+        """JIT-load this module on a GPU (lazy import; see :func:`ptxforge.launch.load`)."""
+        from .launch import load
+
+        return load(self, device, **kwargs)
+
     def kernel(self, name: str) -> Kernel:
         """The function named ``name``; raises a ptxforge error listing the names there are."""
         for k in self.kernels:

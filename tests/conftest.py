@@ -46,9 +46,10 @@ def nvjitlink_compile(ptx: str, arch: str = "sm_80", extra: tuple = ()) -> str:
     data = ptx.encode()
     handle = nvjitlink.create(2 + len(extra), [f"-arch={arch}", "-verbose", *extra])
     try:
-        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "test.ptx")
         ok = True
         try:
+            # Syntax and version errors surface at add_data, the rest at complete.
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "test.ptx")
             nvjitlink.complete(handle)
         except nvjitlink.nvJitLinkError:
             ok = False
