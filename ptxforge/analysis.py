@@ -41,8 +41,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import attrs
 
@@ -72,6 +74,20 @@ __all__ = [
 ]
 
 SCHEMA = "ptxforge.analyze/1"
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while the IR is built: parsing a large module makes
+    hundreds of thousands of acyclic objects, and the collections they trigger cost ~15% of
+    the analysis time.  The previous state is restored (nested use is fine)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
@@ -287,6 +303,12 @@ def analyze_module(module: ir.Module, arch: Union[str, int] = "sm_80", block: in
         >>> analyze_module(m, "sm_86", 128, compile=False).kernels[0].occupancy.active_blocks
         12
     """
+    with _gc_paused():
+        return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options)
+
+
+def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options):
+    """The body of :func:`analyze_module` (run with the collector paused)."""
     tgt = check_arch(arch, compile=compile)
     if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 1024:
         raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
@@ -324,8 +346,9 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>", arch: Union[st
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    module = parse(text, filename)
-    return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
+    with _gc_paused():
+        module = parse(text, filename)
+        return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
 
 
 @attrs.frozen(slots=True)
