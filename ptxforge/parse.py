@@ -96,6 +96,7 @@ class _Parser:
         self.files: dict[int, str] = {}
         self.debug_str: dict[str, bytes] = {}
         self.loc_cache: dict[tuple, ir.SourceLoc] = {}
+        self.loc_fast: dict[tuple, ir.SourceLoc] = {}
         self.imm_cache: dict[str, ir.Immediate] = {}
         self.sym_cache: dict[str, ir.Symbol] = {}
         self.special_cache: dict[str, ir.SpecialReg] = {}
@@ -117,6 +118,9 @@ class _Parser:
 
     def integer(self, what: str) -> int:
         tok = self.toks[self.i]
+        if tok.isdigit() and (tok[0] != "0" or len(tok) == 1):  # plain decimal: the common case
+            self.i += 1
+            return int(tok)
         neg = tok == "-"
         if neg:
             tok = self.toks[self.i + 1]
@@ -421,6 +425,32 @@ class _Parser:
     # -- line information ----------------------------------------------------------------------
     def loc(self) -> ir.SourceLoc:
         """``.loc file line col [, function_name LABEL[+off], inlined_at file line col]``."""
+        # Fast path for the two shapes compilers emit on nearly every line, keyed by their
+        # raw tokens: ``.loc F L C`` and ``.loc F L C, function_name X, inlined_at F L C``
+        # (all plain decimals).  A miss parses in full below and remembers the result.
+        toks, i = self.toks, self.i
+        if toks[i + 3].isdigit():
+            if toks[i + 4] != ",":
+                key, n = (toks[i + 1], toks[i + 2], toks[i + 3]), 4
+            elif (toks[i + 5] == "function_name" and toks[i + 7] == ","
+                  and toks[i + 8] == "inlined_at" and toks[i + 11].isdigit()
+                  and toks[i + 12] != ","):
+                key, n = (tuple(toks[i + 1:i + 12]), self.function_name), 12
+            else:
+                key = None
+            if key is not None:
+                loc = self.loc_fast.get(key)
+                if loc is not None:
+                    self.i = i + n
+                    return loc
+                loc = self._loc_full()
+                if self.i == i + n:  # it read exactly the key's tokens (and the lookahead)
+                    self.loc_fast[key] = loc
+                return loc
+        return self._loc_full()
+
+    def _loc_full(self) -> ir.SourceLoc:
+        """Parse a ``.loc`` directive token by token."""
         self.i += 1
         f = self.integer("file index after .loc")
         line = self.integer("line number in .loc")
