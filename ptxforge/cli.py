@@ -224,10 +224,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except PtxforgeError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_FAILURE
-    except BrokenPipeError:  # output piped into head & co.
+    except BrokenPipeError:  # output piped into head & co.: stop quietly
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:  # pragma: no cover
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
             pass
         return EXIT_OK
     except KeyboardInterrupt:

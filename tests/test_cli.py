@@ -355,3 +355,23 @@ def test_python_m_ptxforge_errors_without_traceback(files, tmp_path):
     assert p.stderr.startswith("ptxforge: error: <stdin>:1:1:") and "Traceback" not in p.stderr
     p = _python_m("occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256")
     assert p.returncode == 0 and "66.7%" in p.stdout
+
+
+def test_analyze_every_corpus_variant(capsys, tmp_path):
+    """Every corpus source, sm_80/sm_90, with and without -lineinfo: exit 0, every .entry
+    reported in file order with ptxas's figures, text and JSON alike."""
+    from corpus_util import all_corpus_ptx
+    from ptxforge.compile import ptx_entries
+
+    for (name, arch, lineinfo), ptx in sorted(all_corpus_ptx().items()):
+        path = tmp_path / f"{name}-{arch}-{int(lineinfo)}.ptx"
+        path.write_text(ptx)
+        doc = run_json(capsys, "analyze", path, "--arch", arch)
+        assert [k["name"] for k in doc["kernels"]] == [e.name for e in ptx_entries(ptx)], path
+        for k in doc["kernels"]:
+            assert k["ptxas"]["registers"] > 0 and k["estimate"]["registers"] >= 0
+            occ = occupancy(k["ptxas"]["registers"], 256, arch, shared=k["ptxas"]["shared"],
+                            barriers=max(k["ptxas"]["barriers"] or 1, 1))
+            assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
+        code, out, err = run(capsys, "analyze", path, "--arch", arch, "--no-compile")
+        assert code == 0 and err == "" and out.count("\n== ") == len(doc["kernels"])
