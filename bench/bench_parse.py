@@ -120,7 +120,7 @@ def main(argv=None) -> int:
           f"registers, {k.spill_stores}/{k.spill_loads} B spilled, stack {k.stack_frame} B")
     print(f"analyze --no-compile: {analysis_s:.3f} s (runs: "
           + ", ".join(f"{x:.3f}" for x in times) + ")")
-    print(f"ratio analysis/ptxas: {ratio:.3f}  (goal <= {GOAL_RATIO}: "
+    print(f"ratio analysis/ptxas: {ratio:.4f}  (goal <= {GOAL_RATIO}: "
           f"{'met' if ratio <= GOAL_RATIO else 'MISSED'})")
     print(f"peak memory: tracemalloc {traced_peak / 2**20:.1f} MiB, ru_maxrss after analysis "
           f"{rss_after_analysis / 2**20:.1f} MiB, after ptxas {_maxrss_bytes() / 2**20:.1f} MiB "
