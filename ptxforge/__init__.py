@@ -38,6 +38,7 @@ from .parse import parse, parse_file
 from .pressure import PressureReport, analyze_pressure
 from .ptxas_log import PtxasLog, parse_ptxas_log
 from .sweep import Sweep, sweep
+from .variants import compare_variants
 
 
 def load(module_or_ptx, device: int = 0, **kwargs):
@@ -61,7 +62,7 @@ __all__ = [
     "PressureReport", "build_interference", "InterferenceGraph", "greedy_coloring",
     "verify_coloring", "max_clique", "instruction_mix", "module_mix", "InstructionMix",
     "SelpBreakdown", "attribute_registers", "first_definitions", "Attribution",
-    "analyze_module", "analyze_ptx", "ModuleAnalysis", "KernelAnalysis",
+    "analyze_module", "analyze_ptx", "ModuleAnalysis", "KernelAnalysis", "compare_variants",
     # compile, occupancy, comparison
     "compile_ptx", "compile_many", "CompileOptions", "Compiled", "KernelStats",
     "available_backends", "backend_status", "parse_ptxas_log", "PtxasLog", "read_cubin",

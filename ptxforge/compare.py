@@ -108,6 +108,11 @@ class Comparison:
         if s.local_array_bytes:
             out.append(f"{s.local_array_bytes} bytes of the {s.stack_frame}-byte stack frame are "
                        "local arrays declared in the PTX, not spills.")
+        if self.ratio is not None and self.ratio >= 1.5 and not s.spills:
+            out.append(f"ptxas uses {self.ratio:.1f}x the estimate. The estimate follows the PTX "
+                       "instruction order; ptxas schedules loads early (and unrolls loops) to "
+                       "hide latency, which keeps more values live at once. Put loads next to "
+                       "their uses, or cap registers (see the sweep) to trade that back.")
         if self.estimate.predicates > 7:
             out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
                        "registers: the excess costs general registers.")

@@ -42,3 +42,14 @@ def test_estimate_from_objects():
     assert (e.registers, e.predicates, e.source) == (40, 3, "Report")
     with pytest.raises(PtxforgeError, match="cannot read a register estimate"):
         Estimate.of("forty")
+
+
+def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
+    from ptxforge.compile import KernelStats
+
+    stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=255)
+    far = compare(Estimate(50, 1), stats, block_size=256, target="sm_80")
+    near = compare(Estimate(250, 1), stats, block_size=256, target="sm_80")
+    assert any("ptxas uses 5.1x the estimate" in n and "schedules loads early" in n
+               for n in far.notes())
+    assert not any("schedules loads early" in n for n in near.notes())
