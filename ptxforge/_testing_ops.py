@@ -478,7 +478,7 @@ def _const_ld(ctx, p, guard):
 
 @_entry("elem_ptr.global")
 def _elem_ptr(ctx, p, guard):
-    q = ctx.kb.elem_ptr(ctx.ptr, ctx.get((T.u32, T.s32, T.u64)[p[1] % 3], p[0]))
+    q = ctx.kb.elem_ptr(ctx.ptr, ctx.get((T.u32, T.s32, T.u64)[p[1] % 3], p[0]), elem="f32")
     ctx.add(ctx.kb.ld(q, type="f32", space="global", pred=guard))
 
 
@@ -638,11 +638,11 @@ def _probe_one(entry: Entry, target: str, picks: tuple) -> Optional[str]:
     from .builder import ModuleBuilder
 
     mb = ModuleBuilder(target=target)
-    kb = mb.kernel("probe")
-    ptr = kb.load_param(kb.param_ptr("data", "b128"))
-    ctx = _Ctx(kb, ptr, [], 0)
     try:
-        entry.run(ctx, picks, None)
+        kb = mb.kernel("probe")   # in a kernel (a tagged global pointer) and in a .func
+        entry.run(_Ctx(kb, kb.load_param(kb.param_ptr("data", "b128")), [], 0), picks, None)
+        fb = mb.func("probe_f", params=[("ptr", "u64")])
+        entry.run(_Ctx(fb, fb.load_param("ptr"), [], 0), picks, None)
         mb.build()
     except PtxforgeError as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
