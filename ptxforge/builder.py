@@ -105,6 +105,11 @@ class ModuleBuilder:
                              f"{len(returns)}; return the others through a pointer"
                              f"{_where(caller_loc())}")
         fb = KernelBuilder(name, self.target, is_entry=False, _module=self)
+        for pname, ptype in list(params) + returns:
+            if T.as_type(ptype).is_pred:
+                raise BuildError(f"func {name}: parameter or return {pname!r} is .pred; ptxas does "
+                                 "not pass predicates to device functions: pass a .u32 (selp) "
+                                 "and setp inside")
         for pname, ptype in params:
             fb.param(pname, ptype)
         for rname, rtype in returns:

@@ -376,6 +376,9 @@ class ArithOps:
         if T.bf16 in (src, to) and 8 in (src.bits, to.bits):
             raise BuildError(f"cvt {src.ptx} -> {to.ptx}: ptxas rejects bf16 <-> 8-bit "
                              f"conversions; convert through a 16-bit integer{_where(loc)}")
+        if sat and src is T.bf16 and to.is_int:
+            raise BuildError(f"cvt {src.ptx} -> {to.ptx}: ptxas rejects .sat on bf16 -> integer "
+                             f"conversions (they clamp already); drop sat=True{_where(loc)}")
         if sat and not _can_saturate(src, to):
             raise BuildError(f"cvt {src.ptx} -> {to.ptx}: .sat needs a conversion that can go out "
                              f"of range (every {src.ptx} value fits in {to.ptx}){_where(loc)}")
@@ -412,8 +415,14 @@ class ArithOps:
     def _mov_into(self, out, a, ty, relaxed, loc, pred, op):
         """Emit ``mov`` of ``a`` into ``out`` (half-float numbers become bit patterns)."""
         st = isa.move_type(ty)
-        if isinstance(a, (int, float)) and not isinstance(a, bool) and ty.bits == 16 and ty.is_float:
+        number = isinstance(a, (int, float)) and not isinstance(a, bool)
+        if number and ty.bits == 16 and ty.is_float:
             src = ir.Immediate(_f16_bits(float(a), ty), T.b16)
+        elif number and ty.is_packed:
+            lane = _f16_bits(float(a), T.f16 if ty is T.f16x2 else T.bf16)
+            src = ir.Immediate(lane | (lane << 16), T.b32)  # the same value in both halves
+        elif isinstance(a, ir.Register) and a.type is ty:
+            src = a  # same type: nothing to check or convert
         else:
             src = self._src(op, a, st if st is not ty and isinstance(a, ir.Register) and a.type is ty
                             else ty, loc, relaxed)

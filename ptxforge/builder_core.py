@@ -550,7 +550,7 @@ class _Core:
             count = self._counters.get(cls.name)
             if count:
                 decls.append(ir.RegDecl(cls.decl, cls.prefix, count + 1))
-        returns = tuple(ir.Param(r.name, isa.storage_type(r.type)) for r in self._returns)
+        returns = tuple(ir.Param(r.name, isa.param_type(r.type, entry=False)) for r in self._returns)
         return ir.Kernel(
             name=self.name,
             params=tuple(self._params),

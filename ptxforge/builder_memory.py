@@ -65,7 +65,7 @@ class MemoryOps:
         if ty.is_pred:
             raise type_error("param", "a non-predicate parameter type", ty_reg(ty), loc)
         self._declare(name, "parameter", loc)
-        self._params.append(ir.Param(name, isa.storage_type(ty)))
+        self._params.append(ir.Param(name, isa.param_type(ty, entry=self.is_entry)))
         self._param_types[name] = ty
         return ParamRef(name, ty)
 
@@ -574,7 +574,7 @@ class MemoryOps:
             names.append(ir.Symbol(name))
         rets = []
         for k, r in enumerate(func._returns):
-            self._body.append(ir.VarDecl("param", isa.storage_type(r.type), f"retval{k}"))
+            self._body.append(ir.VarDecl("param", isa.param_type(r.type, entry=False), f"retval{k}"))
             rets.append(ir.Symbol(f"retval{k}"))
         ops = []
         if rets:

@@ -27,6 +27,7 @@ from . import types as T
 from .errors import UnsupportedError
 
 __all__ = [
+    "param_type",
     "Requirement",
     "Rule",
     "OpSpec",
@@ -334,6 +335,14 @@ def move_type(ty: T.PtxType) -> T.PtxType:
 
 
 _BITS_OF = {8: T.b8, 16: T.b16, 32: T.b32, 64: T.b64, 128: T.b128}
+
+
+def param_type(ty: T.PtxType, *, entry: bool) -> T.PtxType:
+    """The type a ``.param`` is declared with.  Device functions take 8/16-bit values as
+    ``.b8``/``.b16``: ptxas refuses ``.u16``/``.s8``/... parameters of a ``.func``."""
+    if not entry and ty.bits < 32:
+        return bits_type(ty)
+    return storage_type(ty)
 
 
 def bits_type(ty: T.PtxType) -> T.PtxType:

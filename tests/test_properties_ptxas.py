@@ -112,15 +112,9 @@ def _cvt_sat_bf16():
     return kb.ptx()
 
 
-@pytest.mark.xfail(reason="builder bug (reported): 8/16-bit .func parameters are accepted, but "
-                          "ptxas: 'passing predicate, 8-bit and 16-bit parameters to device "
-                          "functions is not supported'", raises=CompileError, strict=False)
 def test_regression_16bit_func_param():
     _builder_refuses_or_ptxas_accepts(_u16_param, "sm_80")
 
 
-@pytest.mark.xfail(reason="builder bug (reported): cvt.sat from .bf16 to an integer is accepted, "
-                          "but ptxas: Illegal modifier '.sat' for instruction 'cvt'",
-                   raises=CompileError, strict=False)
 def test_regression_cvt_sat_from_bf16():
     _builder_refuses_or_ptxas_accepts(_cvt_sat_bf16, "sm_90")
