@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import hypothesis_profiles  # noqa: F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
+
 
 def _gpu_reason() -> str | None:
     """None when a GPU and driver are usable, else why not."""
