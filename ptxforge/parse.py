@@ -64,6 +64,9 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        raise ParseError(f"expected PTX text (str or bytes), got {type(text).__name__}",
+                         file=str(filename), line=0, column=0)
     return _Parser(text, filename).module()
 
 

@@ -177,3 +177,14 @@ def test_line_info_points_at_this_file(ptxas_accepts):
     locs = [line.strip() for line in text.splitlines() if line.strip().startswith(".loc")]
     assert len(locs) == 1 and locs[0].startswith(".loc 1 ")
     ptxas_accepts(text, "sm_80", ("-lineinfo",))
+
+
+def test_emit_refuses_what_is_not_a_module():
+    import pytest
+
+    from ptxforge import BuildError, KernelBuilder, emit
+
+    with pytest.raises(BuildError, match="emit: expected an ir.Module, got str"):
+        emit("x")
+    with pytest.raises(BuildError, match="got KernelBuilder; build\\(\\) a KernelBuilder first"):
+        emit(KernelBuilder("k"))

@@ -144,3 +144,10 @@ def test_internal_errors_are_wrapped():
     # an integer too large for the hex conversion path still reports a location
     err = error_of(GOOD.replace("add.s32 %r2, %r1, 1", "add.s32 %r2, %r1, 0f3F80000G"))
     assert err.line == 9
+
+
+def test_parse_refuses_a_non_text_argument_with_a_parse_error():
+    from ptxforge import ParseError, parse
+
+    with pytest.raises(ParseError, match="expected PTX text \\(str or bytes\\), got NoneType"):
+        parse(None)
