@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import re
+from itertools import chain, repeat
 from typing import Optional
 
 import attrs
@@ -164,13 +165,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
             leaders.add(len(instructions))
     n = len(instructions)
     starts = sorted(i for i in leaders if i < n)
-    block_of = [0] * n
-    ranges = []
-    for bi, s in enumerate(starts):
-        e = starts[bi + 1] if bi + 1 < len(starts) else n
-        ranges.append((s, e))
-        for i in range(s, e):
-            block_of[i] = bi
+    ranges = list(zip(starts, starts[1:] + [n]))
+    block_of = list(chain.from_iterable(repeat(bi, e - s) for bi, (s, e) in enumerate(ranges)))
     start_block = {s: bi for bi, (s, _) in enumerate(ranges)}
     labels_of: dict[int, list[str]] = {}
     label_block: dict[str, Optional[int]] = {}

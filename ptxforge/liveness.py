@@ -42,9 +42,10 @@ Example::
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import deque
-from itertools import repeat
-from operator import add, mul
+from itertools import accumulate, chain, compress, repeat
+from operator import add, attrgetter, ge, gt, mul
 from typing import Iterable, Iterator, Optional, Union
 
 import attrs
@@ -67,28 +68,24 @@ _NC = len(REG_CLASSES)
 _CLASS_POS = {c.name: k for k, c in enumerate(REG_CLASSES)}
 _UNITS = tuple(0 if c.is_pred else c.units for c in REG_CLASSES)
 _PRED = _CLASS_POS["pred"]
+_CLASS_NAME_OF = attrgetter("type.reg_class.name")
+_TO_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+_FROM_DIGITS = bytes.maketrans(b"01", b"\x00\x01")
 
 
 def mask_of(indices: Iterable[int], nbits: int) -> int:
     """A bitset (Python int) with the given bit indices set."""
-    buf = bytearray((nbits >> 3) + 1)
-    for k in indices:
-        buf[k >> 3] |= 1 << (k & 7)
-    return int.from_bytes(buf, "little")
+    buf = bytearray(nbits + 8)  # one byte per bit, then read as base-2 digits
+    deque(map(buf.__setitem__, indices, repeat(1)), maxlen=0)
+    return int(buf[::-1].translate(_TO_DIGITS), 2)
 
 
 def bits_of(x: int) -> list[int]:
     """The set bit indices of a non-negative int, ascending."""
     if not x:
         return []
-    s = bin(x)
-    top = len(s) - 1
-    out = []
-    p = s.rfind("1")
-    while p >= 2:
-        out.append(top - p)
-        p = s.rfind("1", 2, p)
-    return out
+    digits = bin(x).encode()[:1:-1].translate(_FROM_DIGITS)  # lowest bit first
+    return list(compress(range(len(digits)), digits))
 
 
 @attrs.frozen(slots=True)
@@ -127,9 +124,18 @@ class Liveness:
     _defs: tuple = attrs.field(repr=False)
     _uses: tuple = attrs.field(repr=False)
     _guarded: bytes = attrs.field(repr=False)
-    _touched: tuple = attrs.field(repr=False)  # per block: frozenset of registers it mentions
+    _touched: list = attrs.field(repr=False, eq=False)  # per block: frozenset of registers it
+    # mentions, computed on first use (None until then)
     _touched_len: array = attrs.field(repr=False)
     _class_used: tuple = attrs.field(repr=False)  # per class position: any register of it
+    # Registers with one unguarded definition and every read after it in the same block ("simple"
+    # ones, ascending: their definitions ascend too) are live from the definition to the last
+    # read; the others are "complex", and blocks mentioning any of them need a walk.
+    _complex: bytes = attrs.field(repr=False, default=b"")
+    _block_has_complex: Optional[bytes] = attrs.field(repr=False, default=None)
+    _simple: list = attrs.field(repr=False, factory=list)
+    _at_extra: Optional[list] = attrs.field(repr=False, default=None)  # flat at(i) - after(i) ones
+    _entries: Optional[list] = attrs.field(repr=False, default=None)  # (flat start, counts or None)
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -184,10 +190,42 @@ class Liveness:
             total = list(col) if total is None else list(map(add, total, col))
         return [0] * self.n_instructions if total is None else total
 
+    def _timelines(self) -> tuple[array, array, array, array, array, array]:
+        """``series()`` of general units and of predicates, before/after/at, as arrays (built
+        from ``after`` and the few places where ``at`` and ``before`` differ from it)."""
+        n = self.n_instructions
+        if self._at_extra is None or self._entries is None or not n:
+            return tuple(array("i", self.series(w, k)) for k in (None, "pred")
+                         for w in ("before", "after", "at"))  # type: ignore[return-value]
+        after = self.after_counts
+        g_after = array("i", self.series("after"))
+        p_after = after[_PRED::_NC]
+        g_at, p_at = array("i", g_after), array("i", p_after)
+        for x in self._at_extra:
+            i, c = divmod(x, _NC)
+            if c == _PRED:
+                p_at[i] += 1
+            else:
+                g_at[i] += _UNITS[c]
+        g_before = array("i", [0]) + g_after[:n - 1]
+        p_before = array("i", [0]) + p_after[:n - 1]
+        for base, counts in self._entries:
+            i = base // _NC
+            if counts is None:
+                g_before[i] = p_before[i] = 0
+            else:
+                g_before[i] = sum(map(mul, counts, _UNITS))
+                p_before[i] = counts[_PRED]
+        return g_before, g_after, g_at, p_before, p_after, p_at
+
     def class_peaks(self) -> dict[str, tuple[int, int]]:
         """Per class name: (largest number of values live at once, first instruction)."""
         out = {}
+        n = self.n_instructions
         for c in range(_NC):
+            if not self._class_used[c]:  # a column of zeros
+                out[CLASS_NAMES[c]] = (0, 0) if n else (0, -1)
+                continue
             col = self.at_counts[c::_NC]
             if len(col) == 0:
                 out[CLASS_NAMES[c]] = (0, -1)
@@ -210,38 +248,68 @@ class Liveness:
         return self.live_sets([i], where)[i]
 
     def live_sets(self, indices: Iterable[int], where: str = "at") -> dict[int, tuple[int, ...]]:
-        """Live sets at several instructions, one backward walk per block involved."""
+        """Live sets at several instructions, one backward walk per block involved (blocks that
+        mention only simple registers need no walk)."""
         if where not in ("at", "before", "after"):
             raise ValueError(f"where must be 'at', 'before' or 'after', got {where!r}")
         want: dict[int, list[int]] = {}
         for i in sorted(set(indices)):
             want.setdefault(self.cfg.block_of_instruction[i], []).append(i)
         out: dict[int, tuple[int, ...]] = {}
-        defs, uses, guarded = self._defs, self._uses, self._guarded
+        walk = self._block_has_complex
         for b, points in want.items():
-            blk = self.cfg.blocks[b]
-            s, e = blk.start, blk.end
-            targets = set(points)
-            back = set(bits_of(self.live_out_bits[b]))
-            found: dict[int, set] = {}
-            for j in range(e - 1, points[0] - 1, -1):
-                if j in targets and where != "before":
-                    found[j] = back.union(defs[j]) if where == "at" else set(back)
-                if not guarded[j]:
-                    back.difference_update(defs[j])
-                back.update(uses[j])
-                if j in targets and where == "before":
-                    found[j] = set(back)
-            # Keep only what some definition may have reached (defs of the block up to the point).
-            cand = set().union(*found.values())
-            md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
-            first: dict[int, int] = {}
-            for j in range(s, points[-1] + 1):
-                for r in defs[j]:
-                    first.setdefault(r, j)
-            for j, regs in found.items():
-                limit = j if where == "before" else j + 1
-                out[j] = tuple(sorted(r for r in regs if r in md_in or first.get(r, e) < limit))
+            if walk is None or walk[b]:
+                out.update(self._walk_sets(b, points, where))
+                continue
+            through = bits_of(self.live_out_bits[b] & self.defined_in_bits[b])
+            for i in reversed(points):  # the walk's order: last point first
+                simple = self._simple_live(i, where)
+                out[i] = tuple(sorted(simple + through)) if through else tuple(simple)
+        return out
+
+    def _simple_live(self, i: int, where: str) -> list[int]:
+        """Simple registers live at instruction ``i`` (ascending): defined at or before the point
+        and read after it (``at`` also holds a result that is never read, at its definition)."""
+        simple, fd, lu = self._simple, self.first_def, self.last_use
+        if where == "before":
+            pre = simple[:bisect_right(simple, i - 1, key=fd.__getitem__)]
+            return list(compress(pre, map(ge, map(lu.__getitem__, pre), repeat(i))))
+        hi = bisect_right(simple, i, key=fd.__getitem__)
+        pre = simple[:hi]
+        out = list(compress(pre, map(gt, map(lu.__getitem__, pre), repeat(i))))
+        if where == "at":
+            dead = [r for r in simple[bisect_left(simple, i, 0, hi, key=fd.__getitem__):hi] if lu[r] < 0]
+            if dead:
+                out = sorted(out + dead)
+        return out
+
+    def _walk_sets(self, b: int, points: list[int], where: str) -> dict[int, tuple[int, ...]]:
+        """Live sets at ``points`` (ascending, in block ``b``) by a backward walk of the block."""
+        out: dict[int, tuple[int, ...]] = {}
+        defs, uses, guarded = self._defs, self._uses, self._guarded
+        blk = self.cfg.blocks[b]
+        s, e = blk.start, blk.end
+        targets = set(points)
+        back = set(bits_of(self.live_out_bits[b]))
+        found: dict[int, set] = {}
+        for j in range(e - 1, points[0] - 1, -1):
+            if j in targets and where != "before":
+                found[j] = back.union(defs[j]) if where == "at" else set(back)
+            if not guarded[j]:
+                back.difference_update(defs[j])
+            back.update(uses[j])
+            if j in targets and where == "before":
+                found[j] = set(back)
+        # Keep only what some definition may have reached (defs of the block up to the point).
+        cand = set().union(*found.values())
+        md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
+        first: dict[int, int] = {}
+        for j in range(s, points[-1] + 1):
+            for r in defs[j]:
+                first.setdefault(r, j)
+        for j, regs in found.items():
+            limit = j if where == "before" else j + 1
+            out[j] = tuple(sorted(r for r in regs if r in md_in or first.get(r, e) < limit))
         return out
 
     def iter_points(self, b: int, lo: int = -1, hi: int = 1 << 62) -> Iterator[tuple[int, set, tuple]]:
@@ -254,7 +322,7 @@ class Liveness:
         s, e = blk.start, blk.end
         defs, uses, guarded = self._defs, self._uses, self._guarded
         lo_bits = self.live_out_bits[b]
-        touched = self._touched[b]
+        touched = self._touched_set(b)
         nb = len(self.registers)
         tmask = mask_of(touched, nb)
         first: dict[int, int] = {}
@@ -278,6 +346,16 @@ class Liveness:
         if lo <= s <= hi:
             yield -1, live, ()
 
+    def _touched_set(self, b: int) -> frozenset:
+        """Registers block ``b`` mentions (defs or uses), cached."""
+        t = self._touched[b]
+        if t is None:
+            blk = self.cfg.blocks[b]
+            s, e = blk.start, blk.end
+            t = self._touched[b] = frozenset(chain(chain.from_iterable(self._defs[s:e]),
+                                                   chain.from_iterable(self._uses[s:e])))
+        return t
+
     def live_lengths(self, regs: Iterable[int]) -> dict[int, int]:
         """Live-range length of each register: the number of instructions ``i`` with the
         register in ``at(i)``."""
@@ -289,7 +367,7 @@ class Liveness:
         for blk in self.cfg.blocks:
             x = self.live_out_bits[blk.index] & self.defined_out_bits[blk.index] & rmask
             if x:
-                touched = self._touched[blk.index]
+                touched = self._touched_set(blk.index)
                 n = blk.end - blk.start
                 for r in bits_of(x):
                     if r not in touched:
@@ -298,38 +376,113 @@ class Liveness:
 
 
 _SIMPLE = (ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw)
+_SIMPLE_TYPES = frozenset(_SIMPLE)
 
 
 def _prepare(instructions: tuple) -> tuple:
-    """Number registers by first appearance; per instruction: defs, uses, guarded flag, and
-    defs + uses without repeats."""
+    """Number registers by first appearance; per instruction: defs and uses (register index
+    tuples, no repeats) and the guarded flag; per register: first definition, number of
+    definitions, last use (lists, -1/0 when none); and the registers that may be read at or
+    before their first definition (first seen as a read, or read and written by one
+    instruction)."""
     index: dict[str, int] = {}
     regs: list[ir.Register] = []
     defs: list[tuple] = []
     uses: list[tuple] = []
-    both: list[tuple] = []
+    fdl: list[int] = []
+    dcl: list[int] = []
+    lul: list[int] = []
+    early: set = set()
     guarded = bytearray(len(instructions))
     Register, Address = ir.Register, ir.Address
+    simple = _SIMPLE_TYPES
     get = index.get
-    def number(r) -> int:
+    dappend, uappend = defs.append, uses.append
+    rappend, fappend, cappend, lappend = regs.append, fdl.append, dcl.append, lul.append
+    mark = early.add
+
+    def new(r) -> int:
+        k = index[r.name] = len(regs)
+        rappend(r)
+        fappend(-1)
+        cappend(0)
+        lappend(-1)
+        return k
+
+    def number(r, read: bool) -> int:
         k = get(r.name)
         if k is None:
-            k = index[r.name] = len(regs)
-            regs.append(r)
+            k = new(r)
+            if read:
+                mark(k)
         return k
 
     for i, inst in enumerate(instructions):
+        ops = inst.operands
         nd = inst.ndefs
+        g = inst.guard
+        # Fast path: one register result, then registers, literals and register-based addresses.
+        if nd == 1 and ops and type(ops[0]) is Register:
+            o = ops[0]
+            x = get(o.name)
+            if x is None:
+                x = index[o.name] = len(regs)
+                rappend(o)
+                fappend(i)
+                cappend(1)
+                lappend(-1)
+                fresh = True
+            else:
+                fresh = False
+            uu: list[int] = []
+            for o in ops[1:]:
+                t = type(o)
+                if t is Register:
+                    y = get(o.name)
+                    if y is None:
+                        y = new(o)
+                        mark(y)
+                    if y not in uu:
+                        uu.append(y)
+                        lul[y] = i
+                elif t is Address:
+                    if type(o.base) is Register:
+                        y = number(o.base, True)
+                        if y not in uu:
+                            uu.append(y)
+                            lul[y] = i
+                elif t not in simple and not isinstance(o, _SIMPLE):
+                    if fresh:  # redo this instruction on the general path
+                        fdl[x] = -1
+                        dcl[x] = 0
+                    break
+            else:
+                if g is not None:
+                    guarded[i] = 1
+                    y = number(g.register, True)
+                    if y not in uu:
+                        uu.append(y)
+                        lul[y] = i
+                if not fresh:
+                    if fdl[x] < 0:
+                        fdl[x] = i
+                    dcl[x] += 1
+                dappend((x,))
+                if uu:
+                    if x in uu:
+                        mark(x)
+                    uappend(tuple(uu))
+                else:
+                    uappend(())
+                continue
+        # General path; vectors and negated predicates go through the IR's own defs/uses.
         dd: list[int] = []
-        uu: list[int] = []
-        # Fast path: registers, literals and register-based addresses (the common case);
-        # vectors and negated predicates go through the IR's own defs/uses.
-        for k, o in enumerate(inst.operands):
+        uu = []
+        k = 0
+        for o in ops:
             t = type(o)
             if t is Register:
-                x = get(o.name)
-                if x is None:
-                    x = number(o)
+                x = number(o, k >= nd)
                 if k < nd:
                     if x not in dd:
                         dd.append(x)
@@ -337,51 +490,53 @@ def _prepare(instructions: tuple) -> tuple:
                     uu.append(x)
             elif t is Address:
                 if type(o.base) is Register:
-                    x = number(o.base)
+                    x = number(o.base, True)
                     if x not in uu:
                         uu.append(x)
-            elif not isinstance(o, _SIMPLE):
-                dd = list(dict.fromkeys(number(r) for r in inst.defs))
-                uu = list(dict.fromkeys(number(r) for r in inst.uses))
+            elif t not in simple and not isinstance(o, _SIMPLE):
+                dd = list(dict.fromkeys(number(r, False) for r in inst.defs))
+                uu = list(dict.fromkeys(number(r, True) for r in inst.uses))
                 break
+            k += 1
         else:
-            if inst.guard is not None:
-                x = number(inst.guard.register)
+            if g is not None:
+                x = number(g.register, True)
                 if x not in uu:
                     uu.append(x)
-        if inst.guard is not None:
+        if g is not None:
             guarded[i] = 1
-        tu = tuple(uu)
-        uses.append(tu)
-        if dd:
-            td = tuple(dd)
-            defs.append(td)
-            both.append(td + tuple(x for x in uu if x not in dd))
-        else:
-            defs.append(())
-            both.append(tu)
-    return index, regs, tuple(defs), tuple(uses), tuple(both), bytes(guarded)
+        for x in dd:
+            if fdl[x] < 0:
+                fdl[x] = i
+            dcl[x] += 1
+            if x in uu:
+                mark(x)
+        for x in uu:
+            lul[x] = i
+        dappend(tuple(dd))
+        uappend(tuple(uu))
+    return index, regs, defs, uses, bytes(guarded), fdl, dcl, lul, early
 
 
-def _solve(cfg: ControlFlowGraph, defs: tuple, uses: tuple, guarded: bytes, nregs: int):
-    """Block-level fixpoints: backward liveness and forward maybe-defined, as int bitsets."""
+def _events(seqs, start: int, end: int) -> tuple[list, list]:
+    """Flatten per-instruction index tuples ``seqs[start:end]``: (registers, instruction of each)."""
+    part = seqs[start:end]
+    flat = list(chain.from_iterable(part))
+    pos = list(chain.from_iterable(map(repeat, range(start, end), map(len, part))))
+    return flat, pos
+
+
+def _first(regs: list, pos: list) -> dict:
+    """``register -> first position`` (the first occurrence wins)."""
+    return dict(zip(reversed(regs), reversed(pos)))
+
+
+def _solve(cfg: ControlFlowGraph, gen: list, kill, dall: list):
+    """Block-level fixpoints: backward liveness and forward maybe-defined, as int bitsets.
+
+    ``kill(b)`` gives block ``b``'s kill mask (only asked for when something is live out of b).
+    """
     nb = len(cfg.blocks)
-    gen, kill, dall, touched = [], [], [], []
-    for blk in cfg.blocks:
-        g: set = set()
-        k: set = set()
-        d: set = set()
-        for j in range(blk.start, blk.end):
-            for r in uses[j]:
-                if r not in k:
-                    g.add(r)
-            d.update(defs[j])
-            if not guarded[j]:
-                k.update(defs[j])
-        gen.append(mask_of(g, nregs))
-        kill.append(mask_of(k, nregs))
-        dall.append(mask_of(d, nregs))
-        touched.append(frozenset(d.union(*(uses[j] for j in range(blk.start, blk.end)))))
     order = cfg.reverse_postorder()
     succ = [b.successors for b in cfg.blocks]
     pred = [b.predecessors for b in cfg.blocks]
@@ -412,14 +567,14 @@ def _solve(cfg: ControlFlowGraph, defs: tuple, uses: tuple, guarded: bytes, nreg
         for s in succ[b]:
             x |= l_in[s]
         l_out[b] = x
-        y = gen[b] | (x & ~kill[b])
+        y = gen[b] | (x & ~kill(b)) if x else gen[b]
         if y != l_in[b]:
             l_in[b] = y
             for p in pred[b]:
                 if not queued[p]:
                     queued[p] = True
                     work.append(p)
-    return l_in, l_out, d_in, d_out, touched
+    return l_in, l_out, d_in, d_out
 
 
 def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
@@ -434,79 +589,200 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     cfg = kernel if isinstance(kernel, ControlFlowGraph) else build_cfg(kernel)
     insts = cfg.instructions
     n = len(insts)
-    index, regs, defs, uses, affected, guarded = _prepare(insts)
+    blocks = cfg.blocks
+    nb = len(blocks)
+    index, regs, defs_l, uses_l, guarded, fdl, dcl, lul, early = _prepare(insts)
+    defs, uses = tuple(defs_l), tuple(uses_l)
+    del defs_l, uses_l
     nr = len(regs)
-    cls = bytes(_CLASS_POS[r.reg_class.name] for r in regs)
-    first_def = array("i", [-1]) * nr
-    def_count = array("i", [0]) * nr
-    last_use = array("i", [-1]) * nr
-    for i in range(n):
-        for r in defs[i]:
-            if first_def[r] < 0:
-                first_def[r] = i
-            def_count[r] += 1
-        for r in uses[i]:
-            last_use[r] = i
-    l_in, l_out, d_in, d_out, touched = _solve(cfg, defs, uses, guarded, nr)
+    cls = bytes(map(_CLASS_POS.__getitem__, map(_CLASS_NAME_OF, regs)))
+    first_def = array("i", fdl)
+    def_count = array("i", dcl)
+    last_use = array("i", lul)
+
+    # Registers defined in guarded instructions count as read before defined (not "simple").
+    if guarded.count(1):
+        for j in compress(range(n), guarded):
+            early.update(defs[j])
+
+    # "Simple" registers: one unguarded definition, every use after it in the same block.  Such
+    # a value is live exactly on after(def) .. after(last use - 1), never at a block boundary;
+    # its counts go straight into per-class difference arrays.  Every other register that is
+    # defined somewhere ("complex") goes through the backward sweep below.
+    end_of = list(chain.from_iterable(repeat(b.end, b.end - b.start) for b in blocks)) if nb > 1 else None
+    diff = [0] * ((n + 1) * _NC)  # flat [i * 7 + class]: after(i) - after(i - 1)
+    at_extra: list[int] = []  # flat [i * 7 + class] of results not live after i (one each)
+    length = array("i", [0]) * nr
+    complex_: list[int] = []
+    undefined: list[int] = []
+    simple: list[int] = []
+    if nb > 1:
+        for r, d, u, k, c in zip(range(nr), fdl, lul, dcl, cls):
+            if d < 0:
+                undefined.append(r)  # never defined: never live
+            elif k != 1 or r in early:
+                complex_.append(r)
+            elif u < 0:
+                at_extra.append(d * _NC + c)
+                length[r] = 1
+                simple.append(r)
+            elif u >= end_of[d]:
+                complex_.append(r)
+            else:
+                diff[d * _NC + c] += 1
+                diff[u * _NC + c] -= 1
+                length[r] = u - d
+                simple.append(r)
+    else:  # one block: every use lies in the block of the definition
+        for r, d, u, k, c in zip(range(nr), fdl, lul, dcl, cls):
+            if d < 0:
+                undefined.append(r)
+            elif k != 1 or r in early:
+                complex_.append(r)
+            elif u < 0:
+                at_extra.append(d * _NC + c)
+                length[r] = 1
+                simple.append(r)
+            else:
+                diff[d * _NC + c] += 1
+                diff[u * _NC + c] -= 1
+                length[r] = u - d
+                simple.append(r)
+    del fdl, dcl, lul, early, end_of
+    cx = bytearray(nr)
+    for r in complex_:
+        cx[r] = 1
+    # Only complex and never-defined registers can be read before being written in a block.
+    cand = complex_ + undefined
+
+    # Block summaries: upward-exposed reads (gen), definitions, first definitions.
+    gen, dall, firsts, firsts_u, kills = [], [], [], [], [None] * nb
+    has_cx = bytearray(nb)
+    for blk in blocks:
+        s, e = blk.start, blk.end
+        if not cand:
+            gen.append(0)
+            dall.append(mask_of(chain.from_iterable(defs[s:e]), nr))
+            firsts.append(None)
+            firsts_u.append(None)
+            continue
+        bd, bdp = _events(defs, s, e)
+        bu, bup = _events(uses, s, e)
+        first_b = _first(bd, bdp)
+        fu_b = _first(bu, bup)
+        if guarded.count(1, s, e):
+            fk = _first([r for r, p in zip(bd, bdp) if not guarded[p]], [p for p in bdp if not guarded[p]])
+        else:
+            fk = first_b
+        g = []
+        for r in cand:
+            p = fu_b.get(r)
+            if p is not None and p <= fk.get(r, e):
+                g.append(r)
+        gen.append(mask_of(g, nr))
+        dall.append(mask_of(first_b, nr))
+        firsts.append(first_b)
+        firsts_u.append(fu_b)
+        kills[blk.index] = fk
+        if complex_ and (any(map(cx.__getitem__, first_b)) or any(map(cx.__getitem__, fu_b))):
+            has_cx[blk.index] = 1
+    kill_masks: dict[int, int] = {}
+
+    def kill(b: int) -> int:
+        m = kill_masks.get(b)
+        if m is None:
+            m = kill_masks[b] = mask_of([r for r in kills[b] if cx[r]], nr)
+        return m
+
+    l_in, l_out, d_in, d_out = _solve(cfg, gen, kill, dall)
+    del kills, kill_masks
+
+    # Backward sweep over the complex registers of each block; values live through a block
+    # without being mentioned in it count as a constant over the block.
     members: list[list[int]] = [[] for _ in range(_NC)]
-    for r in range(nr):
+    for r in complex_:
         members[cls[r]].append(r)
     class_masks = [mask_of(m, nr) if m else 0 for m in members]
-    after = array("i", [0]) * (n * _NC)
-    patches: list = []
     entry: list = []
-    length = array("i", [0]) * nr
-    for blk in cfg.blocks:
+    for blk in blocks:
         b, s, e = blk.index, blk.start, blk.end
-        tset = touched[b]
-        tmask = mask_of(tset, nr)
         lo, mo = l_out[b], d_out[b]
-        through = lo & mo & ~tmask
-        cnt = array("i", [(through & m).bit_count() for m in class_masks])
-        first: dict[int, int] = {}
-        for j in range(s, e):
-            for r in defs[j]:
-                if r not in first:
-                    first[r] = j
-        back = set(bits_of(lo & tmask))
-        md_in = set(bits_of(d_in[b] & tmask))
-        open_: dict[int, int] = {}  # counted touched register -> last instruction it is in at()
-        for r in back:
-            if r in md_in or r in first:
-                cnt[cls[r]] += 1
-                open_[r] = e - 1
-        for j in range(e - 1, s - 1, -1):
-            base = j * _NC
-            after[base:base + _NC] = cnt
-            dj = defs[j]
-            if dj:
-                dead = [r for r in dj if r not in open_]
-                if dead:
-                    patches.append((base, dead))
-                    for r in dead:
-                        length[r] += 1
-                if not guarded[j]:
-                    back.difference_update(dj)
-            back.update(uses[j])
-            for r in affected[j]:
-                if r in back and (r in md_in or first.get(r, e) < j):
-                    if r not in open_:
-                        open_[r] = j - 1
-                        cnt[cls[r]] += 1
-                elif r in open_:
-                    length[r] += open_.pop(r) - j + 1
-                    cnt[cls[r]] -= 1
+        sweep = has_cx[b]
+        lm = lo & mo
+        if not lm and not sweep:
+            entry.append((s * _NC, None))
+            continue
+        first = firsts[b]
+        if sweep:
+            tmask = mask_of([r for r in chain(first, firsts_u[b]) if cx[r]], nr)
+        else:
+            tmask = 0
+        through = lm & ~tmask
+        cnt = [(through & m).bit_count() if m else 0 for m in class_masks]
+        if through:
+            bs, be = s * _NC, e * _NC
+            for c in range(_NC):
+                if cnt[c]:
+                    diff[bs + c] += cnt[c]
+                    diff[be + c] -= cnt[c]
+        if sweep:
+            back = set(bits_of(lo & tmask))
+            md_in = set(bits_of(d_in[b] & tmask))
+            open_: dict[int, int] = {}  # counted register -> last instruction it is in at()
+            for r in back:
+                if r in md_in or r in first:
+                    cnt[cls[r]] += 1
+                    open_[r] = e - 1
+            for j in range(e - 1, s - 1, -1):
+                dj = defs[j]
+                uj = uses[j]
+                if dj:
+                    for r in dj:
+                        if cx[r] and r not in open_:
+                            at_extra.append(j * _NC + cls[r])
+                            length[r] += 1
+                    if not guarded[j]:
+                        back.difference_update(dj)
+                back.update(uj)
+                for r in (dj + uj if dj and uj else dj or uj):
+                    if not cx[r]:
+                        continue
+                    if r in back and (r in md_in or first.get(r, e) < j):
+                        if r not in open_:
+                            open_[r] = j - 1
+                            cnt[cls[r]] += 1
+                    elif r in open_:
+                        hi = open_.pop(r)
+                        c = cls[r]
+                        length[r] += hi - j + 1
+                        cnt[c] -= 1
+                        diff[j * _NC + c] += 1
+                        diff[(hi + 1) * _NC + c] -= 1
+            for r, hi in open_.items():
+                if hi >= s:
+                    c = cls[r]
+                    length[r] += hi - s + 1
+                    diff[s * _NC + c] += 1
+                    diff[(hi + 1) * _NC + c] -= 1
         entry.append((s * _NC, cnt))
-        for r, hi in open_.items():
-            length[r] += hi - s + 1
-    # at(i) = after(i) + results that die at once; before(i) = after(i - 1) inside a block.
+
+    # Per-class running sums of the differences give after(i); at(i) = after(i) + results that
+    # die at once; before(i) = after(i - 1) inside a block, the entry counts at a block start.
+    size = n * _NC
+    after = array("i", [0]) * size
+    class_used = tuple(bool(m) for m in _members_by_class(cls))
+    if n:
+        for c in range(_NC):
+            if class_used[c]:
+                col = array("i", accumulate(diff[c:size:_NC]))
+                after[c::_NC] = col
     at = array("i", after)
-    for base, dead in patches:
-        for r in dead:
-            at[base + cls[r]] += 1
-    before = array("i", [0]) * _NC + after[: max(0, len(after) - _NC)]
+    for x in at_extra:
+        at[x] += 1
+    before = array("i", [0]) * _NC + after[: max(0, size - _NC)]
+    zeros = array("i", [0]) * _NC
     for base, counts in entry:
-        before[base:base + _NC] = counts
+        before[base:base + _NC] = zeros if counts is None else array("i", counts)
     return Liveness(
         cfg=cfg,
         registers=tuple(regs),
@@ -525,7 +801,18 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         defs=defs,
         uses=uses,
         guarded=guarded,
-        touched=tuple(touched),
+        touched=[None] * nb,
         touched_len=length,
-        class_used=tuple(bool(m) for m in members),
+        class_used=class_used,
+        complex=bytes(cx),
+        block_has_complex=bytes(has_cx),
+        simple=simple,
+        at_extra=at_extra,
+        entries=entry,
     )
+
+
+def _members_by_class(cls: bytes) -> list[bool]:
+    """Per class position: whether some register has that class."""
+    present = set(cls)
+    return [c in present for c in range(_NC)]

@@ -52,6 +52,9 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
+from itertools import compress, count, repeat
+from operator import attrgetter, eq
 from typing import Optional
 
 import attrs
@@ -79,6 +82,7 @@ SCHEMA = "ptxforge.pressure/1"
 _NC = len(REG_CLASSES)
 _UNITS = {c.name: c.units for c in REG_CLASSES}
 _BARS = "▁▂▃▄▅▆▇█"
+_TYPE_NAME = attrgetter("type.name")
 
 
 def _loc_str(loc: Optional[ir.SourceLoc]) -> Optional[str]:
@@ -380,15 +384,13 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
     cfg = lv.cfg
     n = lv.n_instructions
     bld = _Builder(lv)
-    gen_at, gen_before, gen_after = lv.series("at"), lv.series("before"), lv.series("after")
-    p_at, p_before, p_after = lv.series("at", "pred"), lv.series("before", "pred"), lv.series("after", "pred")
-    timeline = Timeline(array("i", gen_before), array("i", gen_after), array("i", gen_at),
-                        array("i", p_before), array("i", p_after), array("i", p_at))
+    gen_before, gen_after, gen_at, p_before, p_after, p_at = lv._timelines()
+    timeline = Timeline(gen_before, gen_after, gen_at, p_before, p_after, p_at)
 
     peak_units, peak_idx = _first_max(gen_at, 0, n)
-    peak_all = tuple(i for i, v in enumerate(gen_at) if v == peak_units) if n else ()
+    peak_all = tuple(compress(count(), map(eq, gen_at, repeat(peak_units)))) if n else ()
     ppeak, ppeak_idx = _first_max(p_at, 0, n)
-    ppeak_all = tuple(i for i, v in enumerate(p_at) if v == ppeak) if n else ()
+    ppeak_all = tuple(compress(count(), map(eq, p_at, repeat(ppeak)))) if n else ()
 
     blocks = []
     for b in cfg.blocks:
@@ -450,11 +452,8 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
         loops.append(LoopPressure(lp.header, header.name, lp.blocks, lp.depth, lp.parent, live_in, carried,
                                   best, where, len(vals), vals[:loop_values]))
 
-    by_type: dict[str, int] = {}
-    by_class: dict[str, int] = {}
-    for reg in lv.registers:
-        by_type[reg.type.name] = by_type.get(reg.type.name, 0) + 1
-        by_class[reg.reg_class.name] = by_class.get(reg.reg_class.name, 0) + 1
+    by_type = Counter(map(_TYPE_NAME, lv.registers))
+    by_class = {CLASS_NAMES[c]: k for c, k in Counter(lv.reg_class).items()}
     type_order = sorted(by_type, key=lambda t: (CLASS_NAMES.index(_class_of_type(t)), t))
     declared: dict[str, int] = {}
     for d in kernel.reg_decls:
