@@ -52,7 +52,7 @@ import attrs
 
 from . import ir
 from .cfg import ControlFlowGraph, build_cfg
-from .types import REG_CLASSES, RegClass
+from .types import ALL_TYPES, REG_CLASSES, RegClass
 
 __all__ = [
     "CLASS_NAMES",
@@ -69,6 +69,9 @@ _CLASS_POS = {c.name: k for k, c in enumerate(REG_CLASSES)}
 _UNITS = tuple(0 if c.is_pred else c.units for c in REG_CLASSES)
 _PRED = _CLASS_POS["pred"]
 _CLASS_NAME_OF = attrgetter("type.reg_class.name")
+_TYPE_OF = attrgetter("type")
+_TYPE_CODE = {id(t): k for k, t in enumerate(ALL_TYPES)}
+_CODE_CLASS = bytes(_CLASS_POS[t.reg_class.name] for t in ALL_TYPES).ljust(256, b"\0")
 _TO_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 _FROM_DIGITS = bytes.maketrans(b"01", b"\x00\x01")
 
@@ -118,11 +121,13 @@ class Liveness:
     live_out_bits: tuple[int, ...] = attrs.field(repr=False)
     defined_in_bits: tuple[int, ...] = attrs.field(repr=False)  # maybe-defined, per block
     defined_out_bits: tuple[int, ...] = attrs.field(repr=False)
-    before_counts: array = attrs.field(repr=False)  # flat [i * 7 + class]
-    after_counts: array = attrs.field(repr=False)
-    at_counts: array = attrs.field(repr=False)
-    _defs: tuple = attrs.field(repr=False)
-    _uses: tuple = attrs.field(repr=False)
+    # Live counts per class and instruction are kept as class-major difference lists
+    # ([class * (n + 1) + i]) and summed up on demand (columns, flat arrays: see the properties).
+    _diff: list = attrs.field(repr=False, eq=False)  # after(i) - after(i - 1)
+    _dead: list = attrs.field(repr=False, eq=False)  # the same for at(i) - after(i)
+    _entries: list = attrs.field(repr=False, eq=False)  # per block: (start * 7, counts or None)
+    _operands: list = attrs.field(repr=False, eq=False)  # [defs, uses] per instruction, or
+    # [None, None] until first needed (decoded from the instructions and ``index``)
     _guarded: bytes = attrs.field(repr=False)
     _touched: list = attrs.field(repr=False, eq=False)  # per block: frozenset of registers it
     # mentions, computed on first use (None until then)
@@ -134,8 +139,8 @@ class Liveness:
     _complex: bytes = attrs.field(repr=False, default=b"")
     _block_has_complex: Optional[bytes] = attrs.field(repr=False, default=None)
     _simple: list = attrs.field(repr=False, factory=list)
-    _at_extra: Optional[list] = attrs.field(repr=False, default=None)  # flat at(i) - after(i) ones
-    _entries: Optional[list] = attrs.field(repr=False, default=None)  # (flat start, counts or None)
+    _type_codes: Optional[bytes] = attrs.field(repr=False, default=None)  # per register, into ALL_TYPES
+    _memo: dict = attrs.field(repr=False, eq=False, factory=dict)  # columns and flat arrays
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -152,6 +157,18 @@ class Liveness:
         """Per instruction: the register indices it reads (guard included)."""
         return self._uses
 
+    @property
+    def _defs(self) -> tuple:
+        if self._operands[0] is None:
+            self._operands[:] = _decode(self.cfg.instructions, self.index)
+        return self._operands[0]
+
+    @property
+    def _uses(self) -> tuple:
+        if self._operands[1] is None:
+            self._operands[:] = _decode(self.cfg.instructions, self.index)
+        return self._operands[1]
+
     def register(self, key: Union[int, str]) -> ir.Register:
         """A register by index or PTX name."""
         return self.registers[key if isinstance(key, int) else self.index[key]]
@@ -161,6 +178,54 @@ class Liveness:
         return REG_CLASSES[self.reg_class[reg]]
 
     # ----- per-instruction numbers ------------------------------------------------------
+    @property
+    def before_counts(self) -> array:
+        """Live values per class just before each instruction, flat ``[i * 7 + class]``."""
+        return self._flat("before")
+
+    @property
+    def after_counts(self) -> array:
+        """Live values per class just after each instruction, flat ``[i * 7 + class]``."""
+        return self._flat("after")
+
+    @property
+    def at_counts(self) -> array:
+        """Live values per class at each instruction, flat ``[i * 7 + class]``."""
+        return self._flat("at")
+
+    def _flat(self, where: str) -> array:
+        arr = self._memo.get(where)
+        if arr is None:
+            n = self.n_instructions
+            arr = array("i", [0]) * (n * _NC)
+            for c in range(_NC):
+                if self._class_used[c]:
+                    arr[c::_NC] = self._column(c, where)
+            if where == "before" and not n:
+                arr = array("i", [0]) * _NC
+            self._memo[where] = arr
+        return arr
+
+    def _column(self, c: int, where: str) -> array:
+        """Live values of class position ``c`` per instruction (``at``/``before``/``after``)."""
+        key = (c, where)
+        col = self._memo.get(key)
+        if col is None:
+            n = self.n_instructions
+            lo = c * (n + 1)
+            if not self._class_used[c]:
+                col = array("i", [0]) * n
+            elif where == "after":
+                col = array("i", accumulate(self._diff[lo:lo + n]))
+            elif where == "at":
+                col = array("i", accumulate(map(add, self._diff[lo:lo + n], self._dead[lo:lo + n])))
+            else:
+                col = (array("i", [0]) + self._column(c, "after")[:n - 1]) if n else array("i")
+                for base, counts in self._entries:
+                    col[base // _NC] = 0 if counts is None else counts[c]
+            self._memo[key] = col
+        return col
+
     def counts(self, i: int, where: str = "at") -> dict[str, int]:
         """Live values per class name at instruction ``i``; ``where`` is at/before/after."""
         arr = {"at": self.at_counts, "before": self.before_counts, "after": self.after_counts}[where]
@@ -177,36 +242,38 @@ class Liveness:
 
     def series(self, where: str = "at", cls: Optional[str] = None) -> list[int]:
         """Per-instruction numbers: general units (``cls=None``), ``"pred"``, or one class."""
-        arr = {"at": self.at_counts, "before": self.before_counts, "after": self.after_counts}[where]
+        if where not in ("at", "before", "after"):
+            raise KeyError(where)
+        if not self.n_instructions:  # (the flat "before" array has one row of zeros then)
+            arr = self._flat(where)
+            if cls is not None:
+                return arr[_CLASS_POS[cls]::_NC].tolist()
+            return []
         if cls is not None:
-            return arr[_CLASS_POS[cls]::_NC].tolist()
+            return self._column(_CLASS_POS[cls], where).tolist()
         total = None
         for c in range(_NC):
             if not _UNITS[c] or not self._class_used[c]:
                 continue
-            col = arr[c::_NC]
+            col = self._column(c, where)
             if _UNITS[c] != 1:
                 col = map(mul, col, repeat(_UNITS[c]))
             total = list(col) if total is None else list(map(add, total, col))
         return [0] * self.n_instructions if total is None else total
 
     def _timelines(self) -> tuple[array, array, array, array, array, array]:
-        """``series()`` of general units and of predicates, before/after/at, as arrays (built
-        from ``after`` and the few places where ``at`` and ``before`` differ from it)."""
+        """``series()`` of general units and of predicates, before/after/at, as arrays."""
         n = self.n_instructions
-        if self._at_extra is None or self._entries is None or not n:
+        if not n:
             return tuple(array("i", self.series(w, k)) for k in (None, "pred")
                          for w in ("before", "after", "at"))  # type: ignore[return-value]
-        after = self.after_counts
-        g_after = array("i", self.series("after"))
-        p_after = after[_PRED::_NC]
-        g_at, p_at = array("i", g_after), array("i", p_after)
-        for x in self._at_extra:
-            i, c = divmod(x, _NC)
-            if c == _PRED:
-                p_at[i] += 1
-            else:
-                g_at[i] += _UNITS[c]
+        gen = [c for c in range(_NC) if _UNITS[c] and self._class_used[c]]
+        # at: from the per-class columns (class_peaks wants them too); after: from the differences
+        g_at = _weighted([self._column(c, "at") for c in gen], [_UNITS[c] for c in gen], n)
+        diffs = [self._diff[c * (n + 1):c * (n + 1) + n] for c in gen]
+        g_after = array("i", accumulate(_weighted(diffs, [_UNITS[c] for c in gen], n)))
+        p_after = array("i", self._column(_PRED, "after"))
+        p_at = array("i", self._column(_PRED, "at"))
         g_before = array("i", [0]) + g_after[:n - 1]
         p_before = array("i", [0]) + p_after[:n - 1]
         for base, counts in self._entries:
@@ -218,6 +285,13 @@ class Liveness:
                 p_before[i] = counts[_PRED]
         return g_before, g_after, g_at, p_before, p_after, p_at
 
+    def _type_counts(self) -> Optional[dict[str, int]]:
+        """Registers per type name (None when some register has a type outside the registry)."""
+        codes = self._type_codes
+        if codes is None:
+            return None
+        return {t.name: k for c, t in enumerate(ALL_TYPES) if (k := codes.count(c))}
+
     def class_peaks(self) -> dict[str, tuple[int, int]]:
         """Per class name: (largest number of values live at once, first instruction)."""
         out = {}
@@ -226,10 +300,10 @@ class Liveness:
             if not self._class_used[c]:  # a column of zeros
                 out[CLASS_NAMES[c]] = (0, 0) if n else (0, -1)
                 continue
-            col = self.at_counts[c::_NC]
-            if len(col) == 0:
+            if not n:
                 out[CLASS_NAMES[c]] = (0, -1)
                 continue
+            col = self._column(c, "at")
             m = max(col)
             out[CLASS_NAMES[c]] = (m, col.index(m))
         return out
@@ -360,7 +434,13 @@ class Liveness:
         """Live-range length of each register: the number of instructions ``i`` with the
         register in ``at(i)``."""
         want = sorted(set(regs))
-        out = {r: self._touched_len[r] for r in want}
+        out = {}
+        fd, lu, cx, tl = self.first_def, self.last_use, self._complex, self._touched_len
+        for r in want:
+            if cx[r] or fd[r] < 0:
+                out[r] = tl[r]
+            else:  # simple: from the definition to the last read (or just the definition)
+                out[r] = lu[r] - fd[r] if lu[r] >= 0 else 1
         if not want:
             return out
         rmask = mask_of(want, len(self.registers))
@@ -380,15 +460,13 @@ _SIMPLE_TYPES = frozenset(_SIMPLE)
 
 
 def _prepare(instructions: tuple) -> tuple:
-    """Number registers by first appearance; per instruction: defs and uses (register index
-    tuples, no repeats) and the guarded flag; per register: first definition, number of
-    definitions, last use (lists, -1/0 when none); and the registers that may be read at or
-    before their first definition (first seen as a read, or read and written by one
-    instruction)."""
+    """Number registers by first appearance and, per register: first definition, number of
+    definitions, last use (lists, -1/0 when none), and whether it may be read at or before its
+    first definition or is defined under a guard (the set ``early``: first seen as a read, read
+    and written by one instruction, or written by a guarded one); per instruction the guarded
+    flag.  Per-instruction register lists are not kept (see :func:`_decode`)."""
     index: dict[str, int] = {}
     regs: list[ir.Register] = []
-    defs: list[tuple] = []
-    uses: list[tuple] = []
     fdl: list[int] = []
     dcl: list[int] = []
     lul: list[int] = []
@@ -397,7 +475,6 @@ def _prepare(instructions: tuple) -> tuple:
     Register, Address = ir.Register, ir.Address
     simple = _SIMPLE_TYPES
     get = index.get
-    dappend, uappend = defs.append, uses.append
     rappend, fappend, cappend, lappend = regs.append, fdl.append, dcl.append, lul.append
     mark = early.add
 
@@ -428,13 +505,9 @@ def _prepare(instructions: tuple) -> tuple:
             if x is None:
                 x = index[o.name] = len(regs)
                 rappend(o)
-                fappend(i)
-                cappend(1)
+                fappend(-1)
+                cappend(0)
                 lappend(-1)
-                fresh = True
-            else:
-                fresh = False
-            uu: list[int] = []
             for o in ops[1:]:
                 t = type(o)
                 if t is Register:
@@ -442,42 +515,26 @@ def _prepare(instructions: tuple) -> tuple:
                     if y is None:
                         y = new(o)
                         mark(y)
-                    if y not in uu:
-                        uu.append(y)
-                        lul[y] = i
+                    lul[y] = i
                 elif t is Address:
                     if type(o.base) is Register:
-                        y = number(o.base, True)
-                        if y not in uu:
-                            uu.append(y)
-                            lul[y] = i
+                        lul[number(o.base, True)] = i
                 elif t not in simple and not isinstance(o, _SIMPLE):
-                    if fresh:  # redo this instruction on the general path
-                        fdl[x] = -1
-                        dcl[x] = 0
                     break
             else:
                 if g is not None:
                     guarded[i] = 1
-                    y = number(g.register, True)
-                    if y not in uu:
-                        uu.append(y)
-                        lul[y] = i
-                if not fresh:
-                    if fdl[x] < 0:
-                        fdl[x] = i
-                    dcl[x] += 1
-                dappend((x,))
-                if uu:
-                    if x in uu:
-                        mark(x)
-                    uappend(tuple(uu))
-                else:
-                    uappend(())
+                    lul[number(g.register, True)] = i
+                    mark(x)
+                if fdl[x] < 0:
+                    fdl[x] = i
+                dcl[x] += 1
+                if lul[x] == i:
+                    mark(x)  # read by its own (first) definition
                 continue
         # General path; vectors and negated predicates go through the IR's own defs/uses.
         dd: list[int] = []
-        uu = []
+        uu: list[int] = []
         k = 0
         for o in ops:
             t = type(o)
@@ -505,17 +562,58 @@ def _prepare(instructions: tuple) -> tuple:
                     uu.append(x)
         if g is not None:
             guarded[i] = 1
+            early.update(dd)
+        for x in uu:
+            lul[x] = i
         for x in dd:
             if fdl[x] < 0:
                 fdl[x] = i
             dcl[x] += 1
             if x in uu:
                 mark(x)
-        for x in uu:
-            lul[x] = i
-        dappend(tuple(dd))
-        uappend(tuple(uu))
-    return index, regs, defs, uses, bytes(guarded), fdl, dcl, lul, early
+    return index, regs, bytes(guarded), fdl, dcl, lul, early
+
+
+def _decode(instructions: tuple, index: dict) -> list:
+    """Per instruction: the register indices it defines and those it reads (tuples without
+    repeats, in operand order, the guard last), for registers numbered in ``index``."""
+    defs: list[tuple] = []
+    uses: list[tuple] = []
+    Register, Address = ir.Register, ir.Address
+    simple = _SIMPLE_TYPES
+    idx = index.__getitem__
+    for inst in instructions:
+        nd = inst.ndefs
+        dd: list[int] = []
+        uu: list[int] = []
+        k = 0
+        for o in inst.operands:
+            t = type(o)
+            if t is Register:
+                x = idx(o.name)
+                if k < nd:
+                    if x not in dd:
+                        dd.append(x)
+                elif x not in uu:
+                    uu.append(x)
+            elif t is Address:
+                if type(o.base) is Register:
+                    x = idx(o.base.name)
+                    if x not in uu:
+                        uu.append(x)
+            elif t not in simple and not isinstance(o, _SIMPLE):
+                dd = list(dict.fromkeys(idx(r.name) for r in inst.defs))
+                uu = list(dict.fromkeys(idx(r.name) for r in inst.uses))
+                break
+            k += 1
+        else:
+            if inst.guard is not None:
+                x = idx(inst.guard.register.name)
+                if x not in uu:
+                    uu.append(x)
+        defs.append(tuple(dd))
+        uses.append(tuple(uu))
+    return [tuple(defs), tuple(uses)]
 
 
 def _events(seqs, start: int, end: int) -> tuple[list, list]:
@@ -591,62 +689,66 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     n = len(insts)
     blocks = cfg.blocks
     nb = len(blocks)
-    index, regs, defs_l, uses_l, guarded, fdl, dcl, lul, early = _prepare(insts)
-    defs, uses = tuple(defs_l), tuple(uses_l)
-    del defs_l, uses_l
+    index, regs, guarded, fdl, dcl, lul, early = _prepare(insts)
+    operands: list = [None, None]
+
+    def decoded() -> tuple[tuple, tuple]:
+        if operands[0] is None:
+            operands[:] = _decode(insts, index)
+        return operands[0], operands[1]
     nr = len(regs)
-    cls = bytes(map(_CLASS_POS.__getitem__, map(_CLASS_NAME_OF, regs)))
+    try:  # registry types (the usual case): a type code per register, the class from it
+        codes: Optional[bytes] = bytes(map(_TYPE_CODE.__getitem__, map(id, map(_TYPE_OF, regs))))
+        cls = codes.translate(_CODE_CLASS)
+    except KeyError:
+        codes = None
+        cls = bytes(map(_CLASS_POS.__getitem__, map(_CLASS_NAME_OF, regs)))
     first_def = array("i", fdl)
     def_count = array("i", dcl)
     last_use = array("i", lul)
-
-    # Registers defined in guarded instructions count as read before defined (not "simple").
-    if guarded.count(1):
-        for j in compress(range(n), guarded):
-            early.update(defs[j])
 
     # "Simple" registers: one unguarded definition, every use after it in the same block.  Such
     # a value is live exactly on after(def) .. after(last use - 1), never at a block boundary;
     # its counts go straight into per-class difference arrays.  Every other register that is
     # defined somewhere ("complex") goes through the backward sweep below.
     end_of = list(chain.from_iterable(repeat(b.end, b.end - b.start) for b in blocks)) if nb > 1 else None
-    diff = [0] * ((n + 1) * _NC)  # flat [i * 7 + class]: after(i) - after(i - 1)
-    at_extra: list[int] = []  # flat [i * 7 + class] of results not live after i (one each)
-    length = array("i", [0]) * nr
+    W = n + 1
+    diff = [0] * (W * _NC)  # class-major [class * W + i]: after(i) - after(i - 1)
+    dead = [0] * (W * _NC)  # the same for results not live after their instruction
+    length = array("i", [0]) * nr  # complex registers: instructions live in blocks mentioning them
     complex_: list[int] = []
     undefined: list[int] = []
     simple: list[int] = []
+    bases = map([c * W for c in range(_NC)].__getitem__, cls)
     if nb > 1:
-        for r, d, u, k, c in zip(range(nr), fdl, lul, dcl, cls):
+        for r, d, u, k, b in zip(range(nr), fdl, lul, dcl, bases):
             if d < 0:
                 undefined.append(r)  # never defined: never live
             elif k != 1 or r in early:
                 complex_.append(r)
             elif u < 0:
-                at_extra.append(d * _NC + c)
-                length[r] = 1
+                dead[b + d] += 1
+                dead[b + d + 1] -= 1
                 simple.append(r)
             elif u >= end_of[d]:
                 complex_.append(r)
             else:
-                diff[d * _NC + c] += 1
-                diff[u * _NC + c] -= 1
-                length[r] = u - d
+                diff[b + d] += 1
+                diff[b + u] -= 1
                 simple.append(r)
     else:  # one block: every use lies in the block of the definition
-        for r, d, u, k, c in zip(range(nr), fdl, lul, dcl, cls):
+        for r, d, u, k, b in zip(range(nr), fdl, lul, dcl, bases):
             if d < 0:
                 undefined.append(r)
             elif k != 1 or r in early:
                 complex_.append(r)
             elif u < 0:
-                at_extra.append(d * _NC + c)
-                length[r] = 1
+                dead[b + d] += 1
+                dead[b + d + 1] -= 1
                 simple.append(r)
             else:
-                diff[d * _NC + c] += 1
-                diff[u * _NC + c] -= 1
-                length[r] = u - d
+                diff[b + d] += 1
+                diff[b + u] -= 1
                 simple.append(r)
     del fdl, dcl, lul, early, end_of
     cx = bytearray(nr)
@@ -662,10 +764,15 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         s, e = blk.start, blk.end
         if not cand:
             gen.append(0)
-            dall.append(mask_of(chain.from_iterable(defs[s:e]), nr))
+            if nb == 1:  # every defined register is defined in the block
+                dall.append(int(bytes(map(ge, first_def, repeat(0)))[::-1].translate(_TO_DIGITS) or b"0", 2))
+            else:  # every register is simple: defined once, and ascending by definition
+                key = first_def.__getitem__
+                dall.append(mask_of(simple[bisect_left(simple, s, key=key):bisect_left(simple, e, key=key)], nr))
             firsts.append(None)
             firsts_u.append(None)
             continue
+        defs, uses = decoded()
         bd, bdp = _events(defs, s, e)
         bu, bup = _events(uses, s, e)
         first_b = _first(bd, bdp)
@@ -720,12 +827,12 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         through = lm & ~tmask
         cnt = [(through & m).bit_count() if m else 0 for m in class_masks]
         if through:
-            bs, be = s * _NC, e * _NC
             for c in range(_NC):
                 if cnt[c]:
-                    diff[bs + c] += cnt[c]
-                    diff[be + c] -= cnt[c]
+                    diff[c * W + s] += cnt[c]
+                    diff[c * W + e] -= cnt[c]
         if sweep:
+            defs, uses = decoded()
             back = set(bits_of(lo & tmask))
             md_in = set(bits_of(d_in[b] & tmask))
             open_: dict[int, int] = {}  # counted register -> last instruction it is in at()
@@ -739,7 +846,9 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
                 if dj:
                     for r in dj:
                         if cx[r] and r not in open_:
-                            at_extra.append(j * _NC + cls[r])
+                            x = cls[r] * W + j
+                            dead[x] += 1
+                            dead[x + 1] -= 1
                             length[r] += 1
                     if not guarded[j]:
                         back.difference_update(dj)
@@ -756,33 +865,17 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
                         c = cls[r]
                         length[r] += hi - j + 1
                         cnt[c] -= 1
-                        diff[j * _NC + c] += 1
-                        diff[(hi + 1) * _NC + c] -= 1
+                        diff[c * W + j] += 1
+                        diff[c * W + hi + 1] -= 1
             for r, hi in open_.items():
                 if hi >= s:
                     c = cls[r]
                     length[r] += hi - s + 1
-                    diff[s * _NC + c] += 1
-                    diff[(hi + 1) * _NC + c] -= 1
+                    diff[c * W + s] += 1
+                    diff[c * W + hi + 1] -= 1
         entry.append((s * _NC, cnt))
 
-    # Per-class running sums of the differences give after(i); at(i) = after(i) + results that
-    # die at once; before(i) = after(i - 1) inside a block, the entry counts at a block start.
-    size = n * _NC
-    after = array("i", [0]) * size
     class_used = tuple(bool(m) for m in _members_by_class(cls))
-    if n:
-        for c in range(_NC):
-            if class_used[c]:
-                col = array("i", accumulate(diff[c:size:_NC]))
-                after[c::_NC] = col
-    at = array("i", after)
-    for x in at_extra:
-        at[x] += 1
-    before = array("i", [0]) * _NC + after[: max(0, size - _NC)]
-    zeros = array("i", [0]) * _NC
-    for base, counts in entry:
-        before[base:base + _NC] = zeros if counts is None else array("i", counts)
     return Liveness(
         cfg=cfg,
         registers=tuple(regs),
@@ -795,11 +888,9 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         live_out_bits=tuple(l_out),
         defined_in_bits=tuple(d_in),
         defined_out_bits=tuple(d_out),
-        before_counts=before,
-        after_counts=after,
-        at_counts=at,
-        defs=defs,
-        uses=uses,
+        diff=diff,
+        dead=dead,
+        operands=operands,
         guarded=guarded,
         touched=[None] * nb,
         touched_len=length,
@@ -807,9 +898,20 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         complex=bytes(cx),
         block_has_complex=bytes(has_cx),
         simple=simple,
-        at_extra=at_extra,
         entries=entry,
+        type_codes=codes,
     )
+
+
+def _weighted(cols: list, weights: list, n: int) -> array:
+    """Sum of ``weight * column`` over the columns, as an array of length ``n``."""
+    if not cols:
+        return array("i", [0]) * n
+    total = None
+    for col, w in zip(cols, weights):
+        term = col if w == 1 else map(mul, col, repeat(w))
+        total = term if total is None else map(add, total, term)
+    return array("i", total)
 
 
 def _members_by_class(cls: bytes) -> list[bool]:

@@ -354,11 +354,18 @@ class _Builder:
         return tuple(vals)
 
 
+def _indices_of(series, value: int) -> tuple[int, ...]:
+    """Every index where ``series`` (counts, never negative) reaches its maximum ``value``."""
+    if not value:  # the maximum is 0: everything is 0
+        return tuple(range(len(series)))
+    return tuple(compress(count(), map(eq, series, repeat(value))))
+
+
 def _first_max(series, lo: int, hi: int) -> tuple[int, Optional[int]]:
     """(max, first index) of ``series[lo:hi]``; (0, None) when empty."""
     if hi <= lo:
         return 0, None
-    chunk = series[lo:hi]
+    chunk = series if lo == 0 and hi == len(series) else series[lo:hi]
     m = max(chunk)
     return m, lo + chunk.index(m)
 
@@ -388,16 +395,19 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
     timeline = Timeline(gen_before, gen_after, gen_at, p_before, p_after, p_at)
 
     peak_units, peak_idx = _first_max(gen_at, 0, n)
-    peak_all = tuple(compress(count(), map(eq, gen_at, repeat(peak_units)))) if n else ()
+    peak_all = _indices_of(gen_at, peak_units)
     ppeak, ppeak_idx = _first_max(p_at, 0, n)
-    ppeak_all = tuple(compress(count(), map(eq, p_at, repeat(ppeak)))) if n else ()
+    ppeak_all = _indices_of(p_at, ppeak)
 
     blocks = []
     for b in cfg.blocks:
-        bp, bi = _first_max(gen_at, b.start, b.end)
+        if b.start == 0 and b.end == n:  # the whole kernel: the peaks above
+            bp, bi, bpp = peak_units, peak_idx, ppeak
+        else:
+            bp, bi = _first_max(gen_at, b.start, b.end)
+            bpp = max(p_at[b.start:b.end])
         blocks.append(BlockPressure(
-            b.index, b.name, b.start, b.end, gen_before[b.start], gen_after[b.end - 1], bp, bi,
-            max(p_at[b.start:b.end])))
+            b.index, b.name, b.start, b.end, gen_before[b.start], gen_after[b.end - 1], bp, bi, bpp))
 
     loop_info = []
     for lp in cfg.loops:
@@ -452,8 +462,10 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
         loops.append(LoopPressure(lp.header, header.name, lp.blocks, lp.depth, lp.parent, live_in, carried,
                                   best, where, len(vals), vals[:loop_values]))
 
-    by_type = Counter(map(_TYPE_NAME, lv.registers))
-    by_class = {CLASS_NAMES[c]: k for c, k in Counter(lv.reg_class).items()}
+    by_type = lv._type_counts()
+    if by_type is None:
+        by_type = Counter(map(_TYPE_NAME, lv.registers))
+    by_class = {CLASS_NAMES[c]: k for c in range(len(CLASS_NAMES)) if (k := lv.reg_class.count(c))}
     type_order = sorted(by_type, key=lambda t: (CLASS_NAMES.index(_class_of_type(t)), t))
     declared: dict[str, int] = {}
     for d in kernel.reg_decls:
