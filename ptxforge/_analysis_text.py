@@ -143,6 +143,11 @@ def render_kernel(k: "KernelAnalysis", top: int = 10) -> str:
     lines += table(("", "estimate", "ptxas"), rows)
     lines.append("  " + _cliff_line(k.cliffs)
                  + (" (at ptxas's count)" if s else " (at the estimate)"))
+    cmp = k.comparison
+    if cmp is not None and cmp.notes(general=False):
+        lines.append(f"why ptxas differs from the estimate ({cmp.difference:+d} registers; "
+                     "general reasons: docs/compile.md):")
+        lines += [f"  - {note}" for note in cmp.notes(general=False)]
     lines.append("")
 
     lines.append("key instructions:")

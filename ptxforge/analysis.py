@@ -18,7 +18,8 @@ JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
                       barriers, register_cap},          (values null when not compiled)
               occupancy: {basis, registers, block_size, shared, blocks_per_sm, occupancy,
                           limiter, limiters, active_warps, max_warps, to_gain, next_blocks,
-                          headroom, estimate: {registers, blocks_per_sm, occupancy, limiter}}}
+                          headroom, estimate: {registers, blocks_per_sm, occupancy, limiter}},
+              notes: [str]}     (why ptxas's count differs from the estimate; [] when not compiled)
 
 Example::
 
@@ -50,7 +51,7 @@ import attrs
 
 from . import ir
 from ._analysis_text import render_kernel, render_module, render_occupancy
-from .compare import Estimate
+from .compare import Comparison, Estimate, compare
 from .compile import CompileOptions, KernelStats, compile_ptx, normalize_target
 from .errors import PtxforgeError
 from .mix import InstructionMix, instruction_mix
@@ -176,11 +177,20 @@ class KernelAnalysis:
     occupancy: Occupancy
     occupancy_estimate: Occupancy
     cliffs: RegisterCliffs
+    kernel: Optional[ir.Kernel] = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def estimate(self) -> Estimate:
         """Peak general registers (32-bit units) and peak predicates from liveness."""
         return Estimate(self.pressure.peak.units, self.pressure.pred_peak.units)
+
+    @property
+    def comparison(self) -> Optional[Comparison]:
+        """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
+        if self.stats is None:
+            return None
+        return compare(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
+                       kernel=self.kernel)
 
     @property
     def occupancy_basis(self) -> str:
@@ -222,6 +232,7 @@ class KernelAnalysis:
                          "by_source": [g.to_dict() for g in cut(p.by_source)]},
             "ptxas": ptxas,
             "occupancy": occ,
+            "notes": [] if self.comparison is None else list(self.comparison.notes(general=False)),
         }
 
     def to_text(self, top: int = 10) -> str:
@@ -332,7 +343,7 @@ def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, op
         occ = occ_est if stats is None else occupancy(stats.registers, block, tgt, **kw)
         cliffs = register_cliffs(occ.registers, block, tgt, **kw)
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, block, mix, pressure, stats, occ,
-                                  occ_est, cliffs))
+                                  occ_est, cliffs, k))
     return ModuleAnalysis(file, tgt, block, compiled is not None,
                           compiled.backend if compiled is not None else None,
                           module.version, module.target, tuple(out))

@@ -11,7 +11,12 @@ parts, explained in every report:
   more than 7 are live, when ptxas keeps the excess in general registers;
 * constants and kernel parameters are folded into instructions as immediates and constant
   bank operands (c[0x0][…]), so values the PTX holds in registers may need none;
-* ptxas rematerialises, schedules for latency and may trade registers for spills under a cap.
+* ptxas rematerialises, schedules for latency and may trade registers for spills under a cap;
+* some instructions set a floor: measured with ptxas 13 (nvJitLink 13.5), a kernel with any
+  warp-synchronous instruction (shfl.sync, vote.sync, bar.warp.sync, redux.sync, match.sync)
+  gets at least 24 registers on sm_75 to sm_89 (a one-shfl kernel: 24 instead of 8; not on
+  sm_90+, not with the CUDA 12.9 ptxas), and a kernel that calls a function gets at least 24
+  on every target (the call ABI).  Pass the kernel to :func:`compare` to have this noted.
 
 Example::
 
@@ -30,7 +35,13 @@ from .compile import KernelStats
 from .errors import PtxforgeError
 from .occupancy import Occupancy, occupancy
 
-__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS"]
+__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "register_floor_features"]
+
+#: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on
+#: sm_75..sm_89 (measured; see the module docstring and tests/test_compare.py).
+WARP_SYNC_PREFIXES = ("shfl.sync", "vote.sync", "bar.warp.sync", "redux.sync", "match.sync")
+_FLOOR = 24
+_WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
 
 EXPLANATIONS = (
     "ptxas reports the highest physical register index used plus its reserved registers "
@@ -88,6 +99,7 @@ class Comparison:
     stats: KernelStats
     occupancy_estimate: Occupancy
     occupancy_ptxas: Occupancy
+    features: tuple = ()  # "warp-sync" and/or "call", from the kernel when it was given
 
     @property
     def difference(self) -> int:
@@ -97,8 +109,23 @@ class Comparison:
     def ratio(self) -> Optional[float]:
         return None if self.estimate.registers == 0 else self.stats.registers / self.estimate.registers
 
-    def notes(self) -> tuple:
-        out = list(EXPLANATIONS)
+    def _floor_note(self) -> str:
+        """The note for a register floor that explains the gap, or ""."""
+        if not self.estimate.registers < _FLOOR <= self.stats.registers:
+            return ""
+        if "call" in self.features:
+            return ("The kernel calls a function: ptxas gives such kernels at least 24 "
+                    "registers on every target (the call ABI), whatever the code needs.")
+        if "warp-sync" in self.features and self.target.rstrip("af") in _WARP_SYNC_FLOOR_TARGETS:
+            return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
+                    f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "
+                    "one-shfl kernel gets 24 instead of 8), so the gap is that floor.")
+        return ""
+
+    def notes(self, general: bool = True) -> tuple:
+        """Why ptxas's count differs: the general reasons (``general=True``) and this
+        kernel's own (cap, spills, local arrays, scheduling, floors, predicates, occupancy)."""
+        out = list(EXPLANATIONS) if general else []
         s = self.stats
         if s.register_cap is not None and s.registers >= s.register_cap:
             out.append(f"The register cap ({s.register_cap}) binds: ptxas used all of it.")
@@ -108,7 +135,10 @@ class Comparison:
         if s.local_array_bytes:
             out.append(f"{s.local_array_bytes} bytes of the {s.stack_frame}-byte stack frame are "
                        "local arrays declared in the PTX, not spills.")
-        if self.ratio is not None and self.ratio >= 1.5 and not s.spills:
+        floor = self._floor_note()
+        if floor:
+            out.append(floor)
+        if self.ratio is not None and self.ratio >= 1.5 and not s.spills and not floor:
             out.append(f"ptxas uses {self.ratio:.1f}x the estimate. The estimate follows the PTX "
                        "instruction order; ptxas schedules loads early (and unrolls loops) to "
                        "hide latency, which keeps more values live at once. Put loads next to "
@@ -161,13 +191,30 @@ class Comparison:
         return "\n".join(lines)
 
 
+def register_floor_features(kernel) -> tuple:
+    """Which of the instructions that set a ptxas register floor ``kernel`` (an
+    :class:`~ptxforge.ir.Kernel`) uses: ``("call",)``, ``("warp-sync",)``, both, or ()."""
+    found = set()
+    for inst in kernel.instructions:
+        if inst.family == "call":
+            found.add("call")
+        elif inst.opcode.startswith(WARP_SYNC_PREFIXES):
+            found.add("warp-sync")
+    return tuple(sorted(found))
+
+
 def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
-            dynamic_shared: int = 0) -> Comparison:
-    """Compare a liveness estimate with ptxas's stats for the same kernel."""
+            dynamic_shared: int = 0, kernel=None) -> Comparison:
+    """Compare a liveness estimate with ptxas's stats for the same kernel.
+
+    ``kernel`` (the :class:`~ptxforge.ir.Kernel`) is optional; given, the notes also explain
+    the register floors some instructions set (calls, warp-synchronous instructions).
+    """
     est = Estimate.of(estimate)
     tgt = target or stats.target
     kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
               barriers=max(stats.barriers or 1, 1))
     return Comparison(stats.name, tgt, block_size, est, stats,
                       occupancy(min(est.registers, 255), block_size, tgt, **kw),
-                      occupancy(stats.registers, block_size, tgt, **kw))
+                      occupancy(stats.registers, block_size, tgt, **kw),
+                      register_floor_features(kernel) if kernel is not None else ())

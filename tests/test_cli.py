@@ -375,3 +375,20 @@ def test_analyze_every_corpus_variant(capsys, tmp_path):
             assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
         code, out, err = run(capsys, "analyze", path, "--arch", arch, "--no-compile")
         assert code == 0 and err == "" and out.count("\n== ") == len(doc["kernels"])
+
+
+def test_analyze_explains_the_gap_with_the_kernels_own_notes(capsys, tmp_path):
+    # warp_reduce_max (reduce.cu) uses shfl.sync: on sm_80 ptxas 13 lifts it to 24 registers.
+    from corpus_util import corpus_ptx
+
+    path = tmp_path / "reduce.ptx"
+    path.write_text(corpus_ptx("reduce", "sm_80"))
+    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max", "--json"]) == 0
+    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    assert k["ptxas"]["registers"] == 24 and k["estimate"]["registers"] < 24
+    assert any("warp-synchronous instructions" in n for n in k["notes"])
+    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max"]) == 0
+    text = capsys.readouterr().out
+    assert "why ptxas differs from the estimate" in text and "warp-synchronous" in text
+    assert main(["analyze", str(path), "--no-compile", "--json"]) == 0
+    assert all(k["notes"] == [] for k in json.loads(capsys.readouterr().out)["kernels"])
