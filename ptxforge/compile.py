@@ -427,11 +427,22 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
         msg = str(exc).split("\n--- ")[0]
         if quoted:
             msg += "\noffending PTX:\n" + quoted
+        msg += _version_hint(exc.log, tgt)
         err = CompileError(msg, log=exc.log, backend=exc.backend)
         err.diagnostics = parse_ptxas_log(exc.log).diagnostics
         raise err from None
     return Compiled(raw.target, raw.backend, options, _stats(raw, entries, options), raw.log,
                     raw.cubin, raw.tool, raw.wall_time_s)
+
+
+def _version_hint(log: str, target: str) -> str:
+    """Advice when ptxas is older than the PTX's ``.version`` (e.g. NVRTC 13 PTX, sm_70)."""
+    m = re.search(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'", log)
+    if not m:
+        return ""
+    return (f"\nhint: this ptxas reads PTX ISA up to {m.group(2)}, the file says {m.group(1)}. "
+            f"Regenerate the PTX for {target} with a matching toolkit (CUDA 12.x for sm_70), "
+            "or, if the code uses nothing newer, lower its .version line and try again.")
 
 
 def _one(job) -> Compiled:

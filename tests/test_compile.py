@@ -147,3 +147,17 @@ def test_compile_many_in_parallel_keeps_order():
 def test_unknown_backend():
     with pytest.raises(PtxforgeError, match="unknown backend 'nvcc'"):
         compile_ptx(read("axpy.ptx"), "sm_80", backend="nvcc")
+
+
+def test_a_ptx_version_newer_than_ptxas_gets_a_hint():
+    from ptxforge import CompileError, backend_status
+
+    if "CUDA 12" not in backend_status()["ptxas"][1]:
+        pytest.skip("needs the CUDA 12 ptxas (pip install nvidia-cuda-nvcc-cu12)")
+    ptx = (".version 9.5\n.target sm_70\n.address_size 64\n"
+           ".visible .entry k()\n{\n\tret;\n}\n")
+    with pytest.raises(CompileError) as info:
+        compile_ptx(ptx, "sm_70", backend="ptxas")
+    text = str(info.value)
+    assert "hint: this ptxas reads PTX ISA up to 8." in text and "the file says 9.5" in text
+    assert "CUDA 12.x for sm_70" in text
