@@ -141,6 +141,9 @@ class Liveness:
     _simple: list = attrs.field(repr=False, factory=list)
     _type_codes: Optional[bytes] = attrs.field(repr=False, default=None)  # per register, into ALL_TYPES
     _memo: dict = attrs.field(repr=False, eq=False, factory=dict)  # columns and flat arrays
+    # {instruction: (defs, uses)} restricted to complex and never-defined registers, and its
+    # sorted keys (None: walk with the full per-instruction lists)
+    _sparse: Optional[tuple] = attrs.field(repr=False, eq=False, default=None)
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -359,6 +362,8 @@ class Liveness:
 
     def _walk_sets(self, b: int, points: list[int], where: str) -> dict[int, tuple[int, ...]]:
         """Live sets at ``points`` (ascending, in block ``b``) by a backward walk of the block."""
+        if self._sparse is not None:
+            return self._sparse_sets(b, points, where)
         out: dict[int, tuple[int, ...]] = {}
         defs, uses, guarded = self._defs, self._uses, self._guarded
         blk = self.cfg.blocks[b]
@@ -384,6 +389,42 @@ class Liveness:
         for j, regs in found.items():
             limit = j if where == "before" else j + 1
             out[j] = tuple(sorted(r for r in regs if r in md_in or first.get(r, e) < limit))
+        return out
+
+    def _sparse_sets(self, b: int, points: list[int], where: str) -> dict[int, tuple[int, ...]]:
+        """:meth:`_walk_sets` walking only the instructions that mention complex (or never
+        defined) registers; simple registers come from :meth:`_simple_live`."""
+        touching, tpos = self._sparse
+        guarded = self._guarded
+        blk = self.cfg.blocks[b]
+        s, e = blk.start, blk.end
+        targets = set(points)
+        empty = ((), ())
+        back = set(bits_of(self.live_out_bits[b]))
+        found: dict[int, set] = {}
+        steps = set(tpos[bisect_left(tpos, points[0]):bisect_left(tpos, e)])
+        steps.update(points)
+        for j in sorted(steps, reverse=True):
+            dd, uu = touching.get(j, empty)
+            if j in targets and where != "before":
+                found[j] = back.union(dd) if where == "at" else set(back)
+            if not guarded[j]:
+                back.difference_update(dd)
+            back.update(uu)
+            if j in targets and where == "before":
+                found[j] = set(back)
+        cand = set().union(*found.values())
+        md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
+        first: dict[int, int] = {}
+        for j in tpos[bisect_left(tpos, s):bisect_right(tpos, points[-1])]:
+            for r in touching[j][0]:
+                first.setdefault(r, j)
+        out: dict[int, tuple[int, ...]] = {}
+        for j, regs in found.items():
+            limit = j if where == "before" else j + 1
+            live = [r for r in regs if r in md_in or first.get(r, e) < limit]
+            live.extend(self._simple_live(j, where))
+            out[j] = tuple(sorted(live))
         return out
 
     def iter_points(self, b: int, lo: int = -1, hi: int = 1 << 62) -> Iterator[tuple[int, set, tuple]]:
@@ -430,6 +471,16 @@ class Liveness:
                                                    chain.from_iterable(self._uses[s:e])))
         return t
 
+    def _touched_cand(self, b: int) -> frozenset:
+        """Complex and never-defined registers that block ``b`` mentions (all of them when the
+        sparse view is missing); only values live at a block boundary are ever asked about."""
+        if self._sparse is None:
+            return self._touched_set(b)
+        touching, tpos = self._sparse
+        blk = self.cfg.blocks[b]
+        at = tpos[bisect_left(tpos, blk.start):bisect_left(tpos, blk.end)]
+        return frozenset(chain.from_iterable(chain.from_iterable(map(touching.__getitem__, at))))
+
     def live_lengths(self, regs: Iterable[int]) -> dict[int, int]:
         """Live-range length of each register: the number of instructions ``i`` with the
         register in ``at(i)``."""
@@ -447,7 +498,7 @@ class Liveness:
         for blk in self.cfg.blocks:
             x = self.live_out_bits[blk.index] & self.defined_out_bits[blk.index] & rmask
             if x:
-                touched = self._touched_set(blk.index)
+                touched = self._touched_cand(blk.index)
                 n = blk.end - blk.start
                 for r in bits_of(x):
                     if r not in touched:
@@ -616,17 +667,47 @@ def _decode(instructions: tuple, index: dict) -> list:
     return [tuple(defs), tuple(uses)]
 
 
-def _events(seqs, start: int, end: int) -> tuple[list, list]:
-    """Flatten per-instruction index tuples ``seqs[start:end]``: (registers, instruction of each)."""
-    part = seqs[start:end]
-    flat = list(chain.from_iterable(part))
-    pos = list(chain.from_iterable(map(repeat, range(start, end), map(len, part))))
-    return flat, pos
-
-
-def _first(regs: list, pos: list) -> dict:
-    """``register -> first position`` (the first occurrence wins)."""
-    return dict(zip(reversed(regs), reversed(pos)))
+def _touching(instructions: tuple, names: dict) -> dict:
+    """For the registers in ``names`` (name -> index): ``{instruction: (defs, uses)}`` over the
+    instructions that mention one of them, restricted to them (the rules of :func:`_decode`)."""
+    out: dict[int, tuple] = {}
+    Register, Address = ir.Register, ir.Address
+    simple = _SIMPLE_TYPES
+    get = names.get
+    for j, inst in enumerate(instructions):
+        nd = inst.ndefs
+        dd: list[int] = []
+        uu: list[int] = []
+        k = 0
+        for o in inst.operands:
+            t = type(o)
+            if t is Register:
+                x = get(o.name)
+                if x is not None:
+                    if k < nd:
+                        if x not in dd:
+                            dd.append(x)
+                    elif x not in uu:
+                        uu.append(x)
+            elif t is Address:
+                if type(o.base) is Register:
+                    x = get(o.base.name)
+                    if x is not None and x not in uu:
+                        uu.append(x)
+            elif t not in simple and not isinstance(o, _SIMPLE):
+                dd = list(dict.fromkeys(x for r in inst.defs if (x := get(r.name)) is not None))
+                uu = list(dict.fromkeys(x for r in inst.uses if (x := get(r.name)) is not None))
+                break
+            k += 1
+        else:
+            g = inst.guard
+            if g is not None:
+                x = get(g.register.name)
+                if x is not None and x not in uu:
+                    uu.append(x)
+        if dd or uu:
+            out[j] = (tuple(dd), tuple(uu))
+    return out
 
 
 def _solve(cfg: ControlFlowGraph, gen: list, kill, dall: list):
@@ -691,11 +772,6 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     nb = len(blocks)
     index, regs, guarded, fdl, dcl, lul, early = _prepare(insts)
     operands: list = [None, None]
-
-    def decoded() -> tuple[tuple, tuple]:
-        if operands[0] is None:
-            operands[:] = _decode(insts, index)
-        return operands[0], operands[1]
     nr = len(regs)
     try:  # registry types (the usual case): a type code per register, the class from it
         codes: Optional[bytes] = bytes(map(_TYPE_CODE.__getitem__, map(id, map(_TYPE_OF, regs))))
@@ -757,6 +833,12 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     # Only complex and never-defined registers can be read before being written in a block.
     cand = complex_ + undefined
 
+    # Where complex and never-defined registers are mentioned (the only instructions the block
+    # summaries and the sweep need to look at).
+    touching = _touching(insts, {regs[r].name: r for r in cand}) if cand else {}
+    tpos = sorted(touching)
+    key = first_def.__getitem__
+
     # Block summaries: upward-exposed reads (gen), definitions, first definitions.
     gen, dall, firsts, firsts_u, kills = [], [], [], [], [None] * nb
     has_cx = bytearray(nb)
@@ -767,27 +849,27 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
             if nb == 1:  # every defined register is defined in the block
                 dall.append(int(bytes(map(ge, first_def, repeat(0)))[::-1].translate(_TO_DIGITS) or b"0", 2))
             else:  # every register is simple: defined once, and ascending by definition
-                key = first_def.__getitem__
                 dall.append(mask_of(simple[bisect_left(simple, s, key=key):bisect_left(simple, e, key=key)], nr))
             firsts.append(None)
             firsts_u.append(None)
             continue
-        defs, uses = decoded()
-        bd, bdp = _events(defs, s, e)
-        bu, bup = _events(uses, s, e)
-        first_b = _first(bd, bdp)
-        fu_b = _first(bu, bup)
-        if guarded.count(1, s, e):
-            fk = _first([r for r, p in zip(bd, bdp) if not guarded[p]], [p for p in bdp if not guarded[p]])
-        else:
-            fk = first_b
-        g = []
-        for r in cand:
-            p = fu_b.get(r)
-            if p is not None and p <= fk.get(r, e):
-                g.append(r)
+        first_b: dict[int, int] = {}
+        fu_b: dict[int, int] = {}
+        fk: dict[int, int] = {}
+        for j in tpos[bisect_left(tpos, s):bisect_left(tpos, e)]:
+            dd, uu = touching[j]
+            for r in uu:
+                if r not in fu_b:
+                    fu_b[r] = j
+            for r in dd:
+                if r not in first_b:
+                    first_b[r] = j
+                if r not in fk and not guarded[j]:
+                    fk[r] = j
+        g = [r for r, p in fu_b.items() if p <= fk.get(r, e)]
         gen.append(mask_of(g, nr))
-        dall.append(mask_of(first_b, nr))
+        in_block = simple[bisect_left(simple, s, key=key):bisect_left(simple, e, key=key)]
+        dall.append(mask_of(chain(in_block, first_b), nr))
         firsts.append(first_b)
         firsts_u.append(fu_b)
         kills[blk.index] = fk
@@ -832,7 +914,6 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
                     diff[c * W + s] += cnt[c]
                     diff[c * W + e] -= cnt[c]
         if sweep:
-            defs, uses = decoded()
             back = set(bits_of(lo & tmask))
             md_in = set(bits_of(d_in[b] & tmask))
             open_: dict[int, int] = {}  # counted register -> last instruction it is in at()
@@ -840,9 +921,8 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
                 if r in md_in or r in first:
                     cnt[cls[r]] += 1
                     open_[r] = e - 1
-            for j in range(e - 1, s - 1, -1):
-                dj = defs[j]
-                uj = uses[j]
+            for j in reversed(tpos[bisect_left(tpos, s):bisect_left(tpos, e)]):
+                dj, uj = touching[j]
                 if dj:
                     for r in dj:
                         if cx[r] and r not in open_:
@@ -900,6 +980,7 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
         simple=simple,
         entries=entry,
         type_codes=codes,
+        sparse=(touching, tpos) if cand else None,
     )
 
 
