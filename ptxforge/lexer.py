@@ -31,9 +31,13 @@ __all__ = [
 
 # Leading whitespace is skipped by the non-capturing prefix; the one group is the token.
 # Comments are tokens (so positions stay countable) and are filtered out afterwards.
+# The alternatives start with disjoint characters (but the final catch-all), so their order
+# only matters for speed: names and registers first, then one-character punctuation.
 _TOKEN = re.compile(
     r"""[ \t\r\n\f\v]*(
-      //[^\n]*
+      [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
+    | [,;\[\]{}()+:@!|<>=-]
+    | //[^\n]*
     | /\*[\s\S]*?\*/
     | "(?:[^"\\\n]|\\.)*"
     | 0[fF][0-9a-fA-F]{8}(?![\w$])
@@ -43,7 +47,6 @@ _TOKEN = re.compile(
     | [0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?
     | [0-9]+[eE][+-]?[0-9]+
     | [0-9]+U?
-    | [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
     | \S
     )""",
     re.VERBOSE,

@@ -102,6 +102,7 @@ class _Parser:
         self.loc_fast: dict[tuple, ir.SourceLoc] = {}
         self.imm_cache: dict[str, ir.Immediate] = {}
         self.sym_cache: dict[str, ir.Symbol] = {}
+        self.opcode_kind: dict[str, tuple[int, bool]] = {}  # opcode -> (ndefs, is a branch)
         self.special_cache: dict[str, ir.SpecialReg] = {}
         # per function
         self.regs: dict[str, ir.Register] = {}
@@ -699,10 +700,13 @@ class _Parser:
                 break
             raise self.error(f"expected ',' or ';' after an operand of {opcode}, got {_show(t)}",
                              self.i - 1)
-        if opcode.startswith("bra") or opcode.startswith("brx"):
+        kind = self.opcode_kind.get(opcode)
+        if kind is None:
+            kind = self.opcode_kind[opcode] = (0 if is_no_def(opcode) else 1,
+                                           opcode.startswith("bra") or opcode.startswith("brx"))
+        if kind[1]:
             operands = [ir.LabelRef(o.name) if isinstance(o, ir.Symbol) else o for o in operands]
-        ndefs = 0 if is_no_def(opcode) else 1
-        return ir.Instruction(opcode, tuple(operands), ndefs, guard, loc)
+        return ir.Instruction(opcode, tuple(operands), kind[0], guard, loc)
 
     def register(self, name: str) -> Union[ir.Register, ir.SpecialReg]:
         reg = self.regs.get(name)
@@ -732,7 +736,9 @@ class _Parser:
         t = toks[self.i]
         c = t[0]
         if c == "%":
-            reg = self.register(t)
+            reg = self.regs.get(t)
+            if reg is None:
+                reg = self.register(t)
             self.i += 1
             if toks[self.i] == "|":
                 self.i += 1
