@@ -346,10 +346,27 @@ def greedy_coloring(g: Union[InterferenceGraph, nx.Graph], classes: Optional[Ite
     for c in sorted(groups, key=lambda c: (_POS.get(c, _NC), c)):
         if wanted is not None and c not in wanted:
             continue
-        coloring = nx.greedy_color(graph.subgraph(groups[c]), strategy="smallest_last")
+        coloring = _deterministic_greedy_color(graph.subgraph(groups[c]))
         colors.update(coloring)
         per_class.append((c, len(set(coloring.values()))))
     return Coloring(colors, tuple(per_class))
+
+
+def _deterministic_greedy_color(sub: nx.Graph) -> dict:
+    """``greedy_color(strategy="smallest_last")`` with the same result in every process.
+
+    networkx keeps nodes of equal degree in sets and pops from them, so with string nodes the
+    colouring (and even the colour count) follows PYTHONHASHSEED.  Integer nodes hash to
+    themselves: relabel in sorted-name order, colour, and map back.
+    """
+    order = sorted(sub.nodes)
+    index = {name: k for k, name in enumerate(order)}
+    as_ints = nx.Graph()
+    as_ints.add_nodes_from(range(len(order)))
+    as_ints.add_edges_from(sorted((min(index[a], index[b]), max(index[a], index[b]))
+                                  for a, b in sub.edges))
+    coloring = nx.greedy_color(as_ints, strategy="smallest_last")
+    return {order[k]: color for k, color in sorted(coloring.items())}
 
 
 def verify_coloring(g: Union[InterferenceGraph, nx.Graph], coloring: Union[Coloring, dict]) -> list[str]:

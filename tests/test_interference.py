@@ -196,3 +196,27 @@ def test_ssa_graph_is_chordal_and_smallest_last_is_optimal(k):
         assert coloring.count(c) == peaks[c][0]
         q = max_clique(ig, c)
         assert q.exact and q.size == peaks[c][0]
+
+
+def test_colouring_is_the_same_in_every_process():
+    # networkx's smallest_last pops from sets of nodes; with string nodes that followed
+    # PYTHONHASHSEED (sgemm_8x8's f32 class got 75..78 colours).  Two seeds, same bytes.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from corpus_util import corpus_ptx\n"
+        "from ptxforge import parse, analyze_liveness, build_interference, greedy_coloring\n"
+        "k = parse(corpus_ptx('gemm', 'sm_80')).kernel('sgemm_8x8')\n"
+        "c = greedy_coloring(build_interference(analyze_liveness(k)))\n"
+        "print(sorted(c.colors.items()))\n")
+    outs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(root))
+        outs.append(subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
+                                   capture_output=True, text=True, check=True).stdout)
+    assert outs[0] == outs[1] and outs[0].startswith("[('%")
