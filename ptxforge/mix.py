@@ -165,11 +165,14 @@ def _selp(instructions: Iterable[ir.Instruction]) -> SelpBreakdown:
 
 def virtual_registers(kernel: ir.Kernel) -> dict:
     """Distinct registers the body mentions, per declared type (``{"f64": 2981, …}``)."""
-    seen: set = set()
+    seen: dict = {}  # name -> type name (names are cheap to hash; Registers are not)
     for inst in kernel.instructions:
-        seen.update(inst.defs)
-        seen.update(inst.uses)
-    return _sorted_counts(Counter(r.type.name for r in seen))
+        for operand in inst.operands:
+            for r in ir.registers_in(operand):
+                seen[r.name] = r.type.name
+        if inst.guard is not None:
+            seen[inst.guard.register.name] = inst.guard.register.type.name
+    return _sorted_counts(Counter(seen.values()))
 
 
 def declared_registers(kernel: ir.Kernel) -> dict:
