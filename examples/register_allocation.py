@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge import (Estimate, KernelBuilder, analyze_pressure, compare, compile_ptx, emit,
-                      occupancy)
+from ptxforge import KernelBuilder, analyze_pressure, compare, compile_ptx, emit, occupancy
 from ptxforge import types as T
 
 
@@ -86,8 +85,7 @@ def show(module, target: str, block: int, gpu: bool) -> dict:
     kernel = module.kernels[-1]
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target)[kernel.name]
-    cmp = compare(Estimate(report.peak.units, report.pred_peak.units), stats,
-                  block_size=block, target=target)
+    cmp = compare(report, stats, block_size=block, target=target, kernel=kernel)
     occ_e, occ_p = cmp.occupancy_estimate, cmp.occupancy_ptxas
     line = (f"  {kernel.name:<20} estimate {report.peak.units:>3} regs + {report.pred_peak.units} pred"
             f" | ptxas {stats.registers:>3} regs, {stats.spill_stores} B spilled"

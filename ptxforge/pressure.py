@@ -60,6 +60,7 @@ from typing import Optional
 import attrs
 
 from . import ir
+from .errors import PtxforgeError
 from .emit import format_instruction
 from .liveness import CLASS_NAMES, Liveness, analyze_liveness
 from .types import REG_CLASSES
@@ -259,6 +260,16 @@ class PressureReport:
     loops: tuple[LoopPressure, ...]
     graph: Optional[dict] = None
 
+    @property
+    def registers(self) -> int:
+        """The estimate: peak live general registers in 32-bit units (``peak.units``)."""
+        return self.peak.units
+
+    @property
+    def predicates(self) -> int:
+        """Peak live predicates (``pred_peak.units``)."""
+        return self.pred_peak.units
+
     def to_dict(self) -> dict:
         return {
             "schema": SCHEMA,
@@ -387,6 +398,8 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
         >>> analyze_pressure(k).peak.units
         2
     """
+    if not isinstance(kernel, ir.Kernel) or kernel.body is None:
+        raise PtxforgeError(_not_a_kernel(kernel))
     lv = liveness if liveness is not None else analyze_liveness(kernel)
     cfg = lv.cfg
     n = lv.n_instructions
@@ -514,6 +527,18 @@ def _graph_summary(lv: Liveness, max_edges: Optional[int]) -> dict:
         entry["max_clique"] = q.size
         entry["max_clique_exact"] = q.exact
     return info
+
+
+def _not_a_kernel(value) -> str:
+    """The message for analysing something that is not a kernel with a body."""
+    if isinstance(value, ir.Module):
+        names = ", ".join(k.name for k in value.kernels if k.body is not None) or "none"
+        return ("analyze_pressure: expected an ir.Kernel, got an ir.Module; pick one with "
+                f"module.kernel(name) (it has: {names}) or use analyze_module(module)")
+    if isinstance(value, ir.Kernel):
+        return f"analyze_pressure: {value.name} is a prototype without a body"
+    hint = "; build() it first" if hasattr(value, "build") else ""
+    return f"analyze_pressure: expected an ir.Kernel, got {type(value).__name__}{hint}"
 
 
 def analyze_module(module: ir.Module, **kwargs) -> dict[str, PressureReport]:

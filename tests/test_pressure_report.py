@@ -154,3 +154,28 @@ def test_empty_kernel_and_module():
     assert (empty.peak.units, empty.peak.index, empty.peak.indices, empty.n_blocks) == (0, None, (), 0)
     assert "no instructions" in empty.to_text()
     assert json.loads(empty.to_json())["timeline"]["at"] == []
+
+
+def test_analyze_pressure_names_what_it_was_given_instead_of_a_kernel():
+    import pytest
+
+    from ptxforge import KernelBuilder, PtxforgeError, kernels
+    from ptxforge.pressure import analyze_pressure
+
+    with pytest.raises(PtxforgeError, match=r"got an ir.Module; pick one .* \(it has: saxpy\)"):
+        analyze_pressure(kernels.saxpy())
+    with pytest.raises(PtxforgeError, match="expected an ir.Kernel, got str"):
+        analyze_pressure("saxpy")
+    with pytest.raises(PtxforgeError, match="got KernelBuilder; build\\(\\) it first"):
+        analyze_pressure(KernelBuilder("k"))
+
+
+def test_a_report_is_an_estimate_for_compare():
+    from ptxforge import compare, compile_ptx, emit, kernels
+    from ptxforge.pressure import analyze_pressure
+
+    module = kernels.saxpy()
+    report = analyze_pressure(module.kernels[0])
+    c = compare(report, compile_ptx(emit(module), "sm_80")["saxpy"])
+    assert (c.estimate.registers, c.estimate.predicates) == (report.peak.units, report.pred_peak.units)
+    assert c.estimate.source == "PressureReport"
