@@ -1,0 +1,50 @@
+"""How the liveness modules store register sets and per-class numbers.
+
+Register sets are Python ints used as bitsets over a register index (:func:`mask_of`,
+:func:`bits_of`).  Every per-class array is in the fixed order of :data:`CLASS_NAMES`;
+``CLASS_POS`` maps a class name to its position, ``CLASS_UNITS`` gives its width in 32-bit
+general-register units (0 for predicates, which are a separate file).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import compress, repeat
+from typing import Iterable
+
+from .types import REG_CLASSES
+
+__all__ = [
+    "CLASS_NAMES",
+    "CLASS_POS",
+    "CLASS_UNITS",
+    "N_CLASSES",
+    "PRED_POS",
+    "TO_DIGITS",
+    "bits_of",
+    "mask_of",
+]
+
+#: Register class names in the fixed order used by every per-class array.
+CLASS_NAMES: tuple[str, ...] = tuple(c.name for c in REG_CLASSES)
+N_CLASSES = len(REG_CLASSES)
+CLASS_POS = {c.name: k for k, c in enumerate(REG_CLASSES)}
+CLASS_UNITS = tuple(0 if c.is_pred else c.units for c in REG_CLASSES)
+PRED_POS = CLASS_POS["pred"]
+TO_DIGITS = bytes.maketrans(b"\x00\x01", b"01")  # one byte per bit -> base-2 digits
+_FROM_DIGITS = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def mask_of(indices: Iterable[int], nbits: int) -> int:
+    """A bitset (Python int) with the given bit indices set."""
+    buf = bytearray(nbits + 8)  # one byte per bit, then read as base-2 digits
+    deque(map(buf.__setitem__, indices, repeat(1)), maxlen=0)
+    return int(buf[::-1].translate(TO_DIGITS), 2)
+
+
+def bits_of(x: int) -> list[int]:
+    """The set bit indices of a non-negative int, ascending."""
+    if not x:
+        return []
+    digits = bin(x).encode()[:1:-1].translate(_FROM_DIGITS)  # lowest bit first
+    return list(compress(range(len(digits)), digits))
