@@ -7,6 +7,12 @@ return values, register and variable declarations, ``.loc``/``.file`` line infor
 guards, vector/brace/paren/pipe operands, call sequences in ``{ }`` scopes, and every opcode:
 unknown opcodes are kept as generic instructions whose first operand is the destination.
 
+This module holds the entry points and the structure (module directives, functions and their
+parameters, bodies, declarations).  The rest is split by concept: :mod:`ptxforge.lexer`
+(tokens and syntax tables), :mod:`ptxforge._parse_cursor` (parse state, primitive readers,
+errors), :mod:`ptxforge._parse_lineinfo` (``.file``/``.debug_str``/``.loc``) and
+:mod:`ptxforge._parse_instructions` (instructions and operands).
+
 Example::
 
     >>> from ptxforge.parse import parse
@@ -26,34 +32,26 @@ Example::
     ('add.s32', ['%r2'], ['%r1'])
 """
 
+
 from __future__ import annotations
 
 import os
 import re
-import struct
 from typing import Optional, Union
 
 from . import ir
+from ._parse_cursor import EOF, IDENT, INT, int_value, show_token
+from ._parse_instructions import InstructionParser
+from ._parse_lineinfo import LineInfoParser
 from .errors import ParseError, PtxforgeError
-from .lexer import (
-    BODY_VERBATIM_DIRECTIVES,
-    PERF_DIRECTIVES,
-    SPECIAL_REGISTERS,
-    Tokens,
-    is_no_def,
-    special_register_type,
-)
+from .lexer import BODY_VERBATIM_DIRECTIVES, PERF_DIRECTIVES
 from .types import PtxType, class_for_decl
 
 __all__ = ["parse", "parse_file"]
 
-_EOF = " end of input"          # sentinel token: real tokens never contain a space
 _LINKAGES = frozenset({".visible", ".extern", ".weak", ".common"})
 _VAR_SPACES = frozenset({".global", ".shared", ".const", ".local", ".param"})
 _VERSION = re.compile(r"[0-9]+\.[0-9]+\Z")
-_INT = re.compile(r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)U?\Z")
-_REG_SPLIT = re.compile(r"(.*?)([0-9]+)\Z")
-_IDENT = re.compile(r"[$A-Za-z_%][\w$]*\Z")
 
 
 def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
@@ -77,147 +75,13 @@ def parse_file(path: Union[str, "os.PathLike[str]"]) -> ir.Module:
     return parse(data, filename=os.fspath(path))
 
 
-def _int_value(tok: str) -> int:
-    t = tok[:-1] if tok.endswith("U") else tok
-    if len(t) > 1 and t[0] == "0" and t[1].isdigit():
-        return int(t, 8)
-    return int(t, 0)
 
+class _Parser(LineInfoParser, InstructionParser):
+    """Recursive-descent parser over the token list; one instance per text.
 
-def _show(tok: str) -> str:
-    return "end of input" if tok == _EOF else repr(tok)
-
-
-class _Parser:
-    """Recursive-descent parser over the token list; one instance per text."""
-
-    def __init__(self, text: str, filename: str) -> None:
-        self.tk = Tokens(text, filename)
-        self.n = len(self.tk.toks)
-        self.toks = self.tk.toks + [_EOF] * 8
-        self.i = 0
-        self.files: dict[int, str] = {}
-        self.debug_str: dict[str, bytes] = {}
-        self.loc_cache: dict[tuple, ir.SourceLoc] = {}
-        self.loc_fast: dict[tuple, ir.SourceLoc] = {}
-        self.imm_cache: dict[str, ir.Immediate] = {}
-        self.sym_cache: dict[str, ir.Symbol] = {}
-        self.opcode_kind: dict[str, tuple[int, bool]] = {}  # opcode -> (ndefs, is a branch)
-        self.special_cache: dict[str, ir.SpecialReg] = {}
-        # per function
-        self.regs: dict[str, ir.Register] = {}
-        self.ranges: dict[str, tuple[int, PtxType]] = {}
-        self.function_name = ""
-
-    # -- helpers ----------------------------------------------------------------------------
-    def error(self, message: str, index: Optional[int] = None) -> ParseError:
-        return self.tk.error(self.i if index is None else index, message)
-
-    def expect(self, tok: str, what: str = "") -> None:
-        got = self.toks[self.i]
-        if got != tok:
-            where = f" {what}" if what else ""
-            raise self.error(f"expected {tok!r}{where}, got {_show(got)}")
-        self.i += 1
-
-    def integer(self, what: str) -> int:
-        tok = self.toks[self.i]
-        if tok.isdigit() and (tok[0] != "0" or len(tok) == 1):  # plain decimal: the common case
-            self.i += 1
-            return int(tok)
-        neg = tok == "-"
-        if neg:
-            tok = self.toks[self.i + 1]
-        if not _INT.match(tok):
-            raise self.error(f"expected an integer {what}, got {_show(tok)}")
-        self.i += 2 if neg else 1
-        value = _int_value(tok)
-        return -value if neg else value
-
-    def ident(self, what: str) -> str:
-        tok = self.toks[self.i]
-        if not _IDENT.match(tok):
-            raise self.error(f"expected {what}, got {_show(tok)}")
-        self.i += 1
-        return tok
-
-    def ptx_type(self, what: str) -> PtxType:
-        tok = self.toks[self.i]
-        if not tok.startswith("."):
-            raise self.error(f"expected a type for {what}, got {_show(tok)}")
-        try:
-            t = PtxType.get(tok)
-        except PtxforgeError:
-            raise self.error(f"unknown type {tok} for {what}; expected a PTX fundamental type "
-                             "such as .b32, .u64, .f32, .f64, .pred") from None
-        self.i += 1
-        return t
-
-    def verbatim(self, start: int, end: int) -> str:
-        """Source text from token ``start`` to token ``end`` inclusive."""
-        return self.tk.text[self.tk.offset(start):self.tk.end_offset(end)]
-
-    def skip_to(self, tok: str, what: str) -> int:
-        """Index of the next ``tok`` at or after the cursor (error if the input ends)."""
-        try:
-            j = self.toks.index(tok, self.i, self.n)
-        except ValueError:
-            raise self.error(f"expected {tok!r} to end {what}, got end of input", self.n) from None
-        return j
-
-    # -- pre-scan: .file table and the debug string section --------------------------------
-    def prescan(self) -> None:
-        toks, n = self.toks, self.n
-        k = -1
-        while True:
-            try:
-                k = toks.index(".file", k + 1, n)
-            except ValueError:
-                break
-            if _INT.match(toks[k + 1]) and toks[k + 2].startswith('"'):
-                path = toks[k + 2][1:-1].replace('\\"', '"').replace("\\\\", "\\")
-                self.files[_int_value(toks[k + 1])] = path
-        k = -1
-        while True:
-            try:
-                k = toks.index(".section", k + 1, n)
-            except ValueError:
-                break
-            if toks[k + 1] == ".debug_str" and toks[k + 2] == "{":
-                self._read_debug_str(k + 3)
-
-    def _read_debug_str(self, k: int) -> None:
-        toks = self.toks
-        label: Optional[str] = None
-        data: list[int] = []
-        while k < self.n and toks[k] != "}":
-            t = toks[k]
-            if toks[k + 1] == ":" and t[0] != ".":
-                if label is not None:
-                    self.debug_str[label] = bytes(data)
-                label, data = t, []
-                k += 2
-                continue
-            if t == ".b8":
-                k += 1
-                while _INT.match(toks[k]):
-                    data.append(_int_value(toks[k]) & 0xFF)
-                    if toks[k + 1] != ",":
-                        k += 1
-                        break
-                    k += 2
-                continue
-            if t == ".ascii" or t == ".asciz":
-                s = toks[k + 1]
-                if s.startswith('"'):
-                    data.extend(s[1:-1].encode("utf-8", "replace"))
-                    if t == ".asciz":
-                        data.append(0)
-                    k += 2
-                    continue
-            k += 1
-        if label is not None:
-            self.debug_str[label] = bytes(data)
+    This class reads the structure (module directives, functions and their parameters, bodies,
+    declarations); line information and instructions come from its mixins.
+    """
 
     # -- module -------------------------------------------------------------------------------
     def module(self) -> ir.Module:
@@ -228,7 +92,7 @@ class _Parser:
         self.prescan()
         toks = self.toks
         if toks[0] != ".version":
-            raise self.error(f"expected '.version' as the first directive, got {_show(toks[0])}", 0)
+            raise self.error(f"expected '.version' as the first directive, got {show_token(toks[0])}", 0)
         version = target = None
         address_size = 64
         globals_: list[ir.VarDecl] = []
@@ -241,7 +105,7 @@ class _Parser:
                     self.i += 1
                     v = toks[self.i]
                     if not _VERSION.match(v):
-                        raise self.error(f"expected a PTX ISA version such as 8.5 after .version, got {_show(v)}")
+                        raise self.error(f"expected a PTX ISA version such as 8.5 after .version, got {show_token(v)}")
                     version = v
                     self.i += 1
                 elif t == ".target":
@@ -261,7 +125,7 @@ class _Parser:
                     self.i += 1
                     self.integer("file index after .file")
                     if not toks[self.i].startswith('"'):
-                        raise self.error(f"expected a quoted path after .file, got {_show(toks[self.i])}")
+                        raise self.error(f"expected a quoted path after .file, got {show_token(toks[self.i])}")
                     self.i += 1
                     while toks[self.i] == ",":
                         self.i += 2
@@ -282,7 +146,7 @@ class _Parser:
                         globals_.extend(self.var_decls(linkage, module_level=True))
                     else:
                         raise self.error(f"expected .entry, .func or a variable after {linkage}, "
-                                         f"got {_show(t2)}")
+                                         f"got {show_token(t2)}")
                 elif t in _VAR_SPACES:
                     globals_.extend(self.var_decls("", module_level=True))
                 elif t == ".loc":
@@ -294,7 +158,7 @@ class _Parser:
                                      ".target, .address_size, .entry, .func, .global, .const, "
                                      ".shared, .file or .section")
                 else:
-                    raise self.error(f"expected a directive at module level, got {_show(t)}")
+                    raise self.error(f"expected a directive at module level, got {show_token(t)}")
             except (ParseError, RecursionError):
                 raise
             except Exception as exc:  # never leak an internal traceback
@@ -308,7 +172,7 @@ class _Parser:
     def ident_or_directive(self, what: str) -> str:
         tok = self.toks[self.i]
         if not re.match(r"\.?[$A-Za-z_][\w$.]*\Z", tok):
-            raise self.error(f"expected {what}, got {_show(tok)}")
+            raise self.error(f"expected {what}, got {show_token(tok)}")
         self.i += 1
         return tok
 
@@ -384,7 +248,7 @@ class _Parser:
             raise self.error(f"vector registers ({t}) are not supported; expected .reg .type names")
         if not t.startswith("."):
             raise self.error(f"bad register declaration: expected a type such as .b32 after .reg, "
-                             f"got {_show(t)}")
+                             f"got {show_token(t)}")
         try:
             cls = class_for_decl(t)
             ptype = PtxType.get(t)
@@ -396,17 +260,17 @@ class _Parser:
         out: list = []
         while True:
             name = toks[self.i]
-            if not _IDENT.match(name):
-                raise self.error(f"bad register declaration: expected a register name, got {_show(name)}")
+            if not IDENT.match(name):
+                raise self.error(f"bad register declaration: expected a register name, got {show_token(name)}")
             self.i += 1
             count = None
             if toks[self.i] == "<":
                 self.i += 1
                 tok = toks[self.i]
-                if not _INT.match(tok):
+                if not INT.match(tok):
                     raise self.error(f"bad register declaration: expected a register count in "
-                                     f"{name}<N>, got {_show(tok)}")
-                count = _int_value(tok)
+                                     f"{name}<N>, got {show_token(tok)}")
+                count = int_value(tok)
                 self.i += 1
                 self.expect(">", f"to close {name}<{count}")
                 self.ranges[name] = (count, ptype)
@@ -424,86 +288,7 @@ class _Parser:
             if t == ";":
                 self.i += 1
                 return out
-            raise self.error(f"bad register declaration: expected ',' or ';' after {name}, got {_show(t)}")
-
-    # -- line information ----------------------------------------------------------------------
-    def loc(self) -> ir.SourceLoc:
-        """``.loc file line col [, function_name LABEL[+off], inlined_at file line col]``."""
-        # Fast path for the two shapes compilers emit on nearly every line, keyed by their
-        # raw tokens: ``.loc F L C`` and ``.loc F L C, function_name X, inlined_at F L C``
-        # (all plain decimals).  A miss parses in full below and remembers the result.
-        toks, i = self.toks, self.i
-        if toks[i + 3].isdigit():
-            if toks[i + 4] != ",":
-                key, n = (toks[i + 1], toks[i + 2], toks[i + 3]), 4
-            elif (toks[i + 5] == "function_name" and toks[i + 7] == ","
-                  and toks[i + 8] == "inlined_at" and toks[i + 11].isdigit()
-                  and toks[i + 12] != ","):
-                key, n = (tuple(toks[i + 1:i + 12]), self.function_name), 12
-            else:
-                key = None
-            if key is not None:
-                loc = self.loc_fast.get(key)
-                if loc is not None:
-                    self.i = i + n
-                    return loc
-                loc = self._loc_full()
-                if self.i == i + n:  # it read exactly the key's tokens (and the lookahead)
-                    self.loc_fast[key] = loc
-                return loc
-        return self._loc_full()
-
-    def _loc_full(self) -> ir.SourceLoc:
-        """Parse a ``.loc`` directive token by token."""
-        self.i += 1
-        f = self.integer("file index after .loc")
-        line = self.integer("line number in .loc")
-        col = self.integer("column in .loc") if _INT.match(self.toks[self.i]) else 0
-        fn: Optional[tuple] = None
-        inl: Optional[tuple] = None
-        toks = self.toks
-        while toks[self.i] == ",":
-            self.i += 1
-            key = toks[self.i]
-            self.i += 1
-            if key == "function_name":
-                label = self.ident("a debug-string label after function_name")
-                off = 0
-                if toks[self.i] == "+":
-                    self.i += 1
-                    off = self.integer("offset after function_name label+")
-                fn = (label, off)
-            elif key == "inlined_at":
-                a = self.integer("file index after inlined_at")
-                b = self.integer("line after inlined_at")
-                c = self.integer("column after inlined_at") if _INT.match(toks[self.i]) else 0
-                inl = (a, b, c)
-            else:
-                raise self.error(f"unknown .loc attribute {key!r}; expected function_name or inlined_at",
-                                 self.i - 1)
-        key = (f, line, col, fn, inl)
-        loc = self.loc_cache.get(key)
-        if loc is None:
-            inlined = None
-            if inl is not None:
-                inlined = ir.SourceLoc(self._file(inl[0]), inl[1], inl[2], self.function_name or None)
-            loc = ir.SourceLoc(self._file(f), line, col, self._function(fn), inlined)
-            self.loc_cache[key] = loc
-        return loc
-
-    def _file(self, index: int) -> str:
-        return self.files.get(index, f"<file {index}>")
-
-    def _function(self, fn: Optional[tuple]) -> Optional[str]:
-        if fn is None:
-            return None
-        label, off = fn
-        data = self.debug_str.get(label)
-        if data is None:
-            return label if off == 0 else f"{label}+{off}"
-        end = data.find(b"\0", off)
-        raw = data[off:] if end < 0 else data[off:end]
-        return raw.decode("utf-8", "replace")
+            raise self.error(f"bad register declaration: expected ',' or ';' after {name}, got {show_token(t)}")
 
     # -- functions ---------------------------------------------------------------------------
     def param_list(self, what: str) -> tuple:
@@ -520,7 +305,7 @@ class _Parser:
             if t == ")":
                 return tuple(out)
             if t != ",":
-                raise self.error(f"expected ',' or ')' in the {what}, got {_show(t)}", self.i - 1)
+                raise self.error(f"expected ',' or ')' in the {what}, got {show_token(t)}", self.i - 1)
 
     def param(self, what: str) -> ir.Param:
         toks = self.toks
@@ -528,7 +313,7 @@ class _Parser:
         if t != ".param":
             if t == ".reg":
                 raise self.error("register parameters (.reg) are not supported; expected .param")
-            raise self.error(f"expected '.param' in the {what}, got {_show(t)}")
+            raise self.error(f"expected '.param' in the {what}, got {show_token(t)}")
         self.i += 1
         align = ptr_align = None
         pointer = False
@@ -559,7 +344,7 @@ class _Parser:
             else:
                 break
         if ptype is None:
-            raise self.error(f"expected a parameter type such as .u64, got {_show(toks[self.i])}")
+            raise self.error(f"expected a parameter type such as .u64, got {show_token(toks[self.i])}")
         name = self.ident("a parameter name")
         return ir.Param(name=name, type=ptype, pointer=pointer, align=align, dims=self.dims(),
                         state_space=space, ptr_align=ptr_align)
@@ -582,10 +367,10 @@ class _Parser:
             if t in PERF_DIRECTIVES:
                 self.i += 1
                 values = []
-                while _INT.match(toks[self.i]):
-                    values.append(_int_value(toks[self.i]))
+                while INT.match(toks[self.i]):
+                    values.append(int_value(toks[self.i]))
                     self.i += 1
-                    if toks[self.i] == "," and _INT.match(toks[self.i + 1]):
+                    if toks[self.i] == "," and INT.match(toks[self.i + 1]):
                         self.i += 1
                 if t == ".noreturn" or t.startswith(".abi_preserve"):
                     attributes.append(t if not values else f"{t} " + ", ".join(map(str, values)))
@@ -603,7 +388,7 @@ class _Parser:
                                  "performance directive (.maxntid, .reqntid, .maxnreg, "
                                  ".minnctapersm, …), '{' or ';'")
             else:
-                raise self.error(f"expected '{{' to open the body of {name}, got {_show(t)}")
+                raise self.error(f"expected '{{' to open the body of {name}, got {show_token(t)}")
         body, reg_decls = self.body(name)
         return ir.Kernel(name=name, params=params, body=body, reg_decls=reg_decls,
                          is_entry=is_entry, linkage=linkage, returns=returns,
@@ -658,213 +443,14 @@ class _Parser:
                     self.i += 2
                 elif c == "@" or c.isalpha():
                     append(instruction(loc))
-                elif t == _EOF:
+                elif t == EOF:
                     raise self.error(f"unexpected end of input inside function {name}: expected "
                                      f"'}}' to close the body opened at line "
                                      f"{self.tk.line_col(self.tk.offset(open_index))[0]}")
                 else:
                     raise self.error(f"expected an instruction, label or directive inside function "
-                                     f"{name}, got {_show(t)}")
+                                     f"{name}, got {show_token(t)}")
             except (ParseError, RecursionError):
                 raise
             except Exception as exc:  # never leak an internal traceback
                 raise self.error(f"cannot parse this statement ({type(exc).__name__}: {exc})", start) from None
-
-    # -- instructions and operands ---------------------------------------------------------
-    def instruction(self, loc: Optional[ir.SourceLoc]) -> ir.Instruction:
-        toks = self.toks
-        guard = None
-        if toks[self.i] == "@":
-            self.i += 1
-            neg = toks[self.i] == "!"
-            if neg:
-                self.i += 1
-            guard = ir.Guard(self.register(toks[self.i]), neg)
-            self.i += 1
-        opcode = toks[self.i]
-        if not opcode[0].isalpha():
-            raise self.error(f"expected an opcode, got {_show(opcode)}")
-        self.i += 1
-        if toks[self.i] == ";":
-            self.i += 1
-            return ir.Instruction(opcode, (), 0, guard, loc)
-        operands = []
-        operand = self.operand
-        while True:
-            operands.append(operand())
-            t = toks[self.i]
-            self.i += 1
-            if t == ",":
-                continue
-            if t == ";":
-                break
-            raise self.error(f"expected ',' or ';' after an operand of {opcode}, got {_show(t)}",
-                             self.i - 1)
-        kind = self.opcode_kind.get(opcode)
-        if kind is None:
-            kind = self.opcode_kind[opcode] = (0 if is_no_def(opcode) else 1,
-                                           opcode.startswith("bra") or opcode.startswith("brx"))
-        if kind[1]:
-            operands = [ir.LabelRef(o.name) if isinstance(o, ir.Symbol) else o for o in operands]
-        return ir.Instruction(opcode, tuple(operands), kind[0], guard, loc)
-
-    def register(self, name: str) -> Union[ir.Register, ir.SpecialReg]:
-        reg = self.regs.get(name)
-        if reg is not None:
-            return reg
-        m = _REG_SPLIT.match(name)
-        if m is not None:
-            rng = self.ranges.get(m.group(1))
-            if rng is not None and int(m.group(2)) < rng[0]:
-                reg = ir.Register(name, rng[1])
-                self.regs[name] = reg
-                return reg
-        special = self.special_cache.get(name)
-        if special is not None:
-            return special
-        if name in SPECIAL_REGISTERS:
-            special = ir.SpecialReg(name, PtxType.get(special_register_type(name)))
-            self.special_cache[name] = special
-            return special
-        if not name.startswith("%") and not _IDENT.match(name):
-            raise self.error(f"expected a register, got {_show(name)}")
-        raise self.error(f"undeclared register {name} in function {self.function_name}; declare it "
-                         "with .reg (or use a special register such as %tid.x)")
-
-    def operand(self):
-        toks = self.toks
-        t = toks[self.i]
-        c = t[0]
-        if c == "%":
-            reg = self.regs.get(t)
-            if reg is None:
-                reg = self.register(t)
-            self.i += 1
-            if toks[self.i] == "|":
-                self.i += 1
-                return ir.Vector((reg, self.operand()), "pipe")
-            return reg
-        if c == "[":
-            return self.address()
-        if c == "{" or c == "(":
-            close = "}" if c == "{" else ")"
-            self.i += 1
-            elems = []
-            if toks[self.i] == close:
-                self.i += 1
-            else:
-                while True:
-                    elems.append(self.operand())
-                    t2 = toks[self.i]
-                    self.i += 1
-                    if t2 == close:
-                        break
-                    if t2 != ",":
-                        raise self.error(f"expected ',' or {close!r} in a vector operand, got {_show(t2)}",
-                                         self.i - 1)
-            return ir.Vector(tuple(elems), "brace" if c == "{" else "paren")
-        if c == "!":
-            self.i += 1
-            reg = self.register(toks[self.i])
-            if not isinstance(reg, ir.Register):
-                raise self.error(f"expected a predicate register after '!', got {_show(toks[self.i])}")
-            self.i += 1
-            return ir.Negated(reg)
-        if c.isdigit() or c == "-":
-            return self.immediate()
-        if c == "_" and t == "_":
-            self.i += 1
-            return ir.Raw("_")
-        if c.isalpha() or c == "$" or c == "_":
-            if not _IDENT.match(t):
-                raise self.error(f"expected an operand, got {_show(t)}")
-            self.i += 1
-            sym = self.sym_cache.get(t)
-            if sym is None:
-                sym = self.sym_cache[t] = ir.Symbol(t)
-            return sym
-        raise self.error(f"expected an operand (register, literal, address, vector or name), got {_show(t)}")
-
-    def immediate(self) -> ir.Immediate:
-        toks = self.toks
-        t = toks[self.i]
-        text = t
-        if t == "-":
-            nxt = toks[self.i + 1]
-            if not nxt[0].isdigit():
-                raise self.error(f"expected a number after '-', got {_show(nxt)}", self.i + 1)
-            text = "-" + nxt
-            self.i += 1
-        self.i += 1
-        imm = self.imm_cache.get(text)
-        if imm is not None:
-            return imm
-        body = text.lstrip("-")
-        sign = -1 if text.startswith("-") else 1
-        c1 = body[1:2]
-        if len(body) == 10 and c1 in "fF" and body[0] == "0":
-            value = struct.unpack(">f", bytes.fromhex(body[2:]))[0]
-            imm = ir.Immediate(sign * value, PtxType.get("f32"), text)
-        elif len(body) == 18 and c1 in "dD" and body[0] == "0":
-            value = struct.unpack(">d", bytes.fromhex(body[2:]))[0]
-            imm = ir.Immediate(sign * value, PtxType.get("f64"), text)
-        elif _INT.match(body):
-            imm = ir.Immediate(sign * _int_value(body), None, text)
-        else:
-            try:
-                imm = ir.Immediate(sign * float(body), None, text)
-            except ValueError:
-                raise self.error(f"malformed numeric literal {text!r}", self.i - 1) from None
-        self.imm_cache[text] = imm
-        return imm
-
-    def address(self) -> Union[ir.Address, ir.Raw]:
-        toks = self.toks
-        start = self.i
-        self.i += 1
-        t = toks[self.i]
-        base = None
-        offset = 0
-        if t[0] == "%":
-            base = self.register(t)
-            if not isinstance(base, ir.Register):
-                return self._raw_address(start)
-            self.i += 1
-        elif t[0].isalpha() or t[0] in "$_":
-            base = self.sym_cache.get(t) or ir.Symbol(t)
-            self.i += 1
-        elif t[0].isdigit() or t == "-":
-            offset = self.integer("address")
-        else:
-            raise self.error(f"expected a register, name or offset in an address, got {_show(t)}")
-        t = toks[self.i]
-        if t == "+" and base is not None:
-            self.i += 1
-            if not (toks[self.i][0].isdigit() or toks[self.i] == "-"):
-                return self._raw_address(start)
-            offset = self.integer("offset in an address")
-        elif t == "-" and base is not None:
-            self.i += 1
-            offset = -self.integer("offset in an address")
-        if toks[self.i] != "]":
-            return self._raw_address(start)
-        self.i += 1
-        return ir.Address(base, offset)
-
-    def _raw_address(self, start: int) -> ir.Raw:
-        """A bracketed operand the IR cannot type (``[tex, {%f1, %f2}]``), kept verbatim."""
-        depth = 0
-        k = start
-        while True:
-            t = self.toks[k]
-            if t == "[":
-                depth += 1
-            elif t == "]":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif t == ";" or t == _EOF:
-                raise self.error("expected ']' to close the address", k)
-            k += 1
-        self.i = k + 1
-        return ir.Raw(self.verbatim(start, k))
