@@ -284,19 +284,10 @@ for _ty in (T.u32, T.u64, T.s32, T.s64):
 
 # --- compare, select, convert, move ------------------------------------------------------------
 
-def _cmps(ty: T.PtxType) -> tuple:
-    if ty.is_bits:
-        return ("eq", "ne")
-    if ty.is_float:
-        return tuple(c for c in isa.COMPARISONS if c not in ("lo", "ls", "hi", "hs"))
-    if ty.is_signed:
-        return ("eq", "ne", "lt", "le", "gt", "ge")
-    return ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
-
-
 def _setp(ty: T.PtxType, form: str) -> None:
     def run(ctx, p, guard):
-        cmp = _cmps(ty)[p[2] % len(_cmps(ty))]
+        cmps = isa.comparisons_for(ty)
+        cmp = cmps[p[2] % len(cmps)]
         a, b = ctx.get(ty, p[0]), ctx.src(ty, p[1])
         if form == "combine":
             c = ctx.get(T.pred, p[3])

@@ -311,7 +311,7 @@ class ArithOps:
         if not spec.allows(ty):
             raise type_error("setp", f"operands of type {_expect_list(spec.types)}",
                              a if isinstance(a, ir.Register) else ty_reg(ty), loc)
-        valid = _comparisons(ty)
+        valid = isa.comparisons_for(ty)
         if cmp not in valid:
             raise BuildError(f"setp: comparison {cmp!r} is not valid for {ty.ptx}; valid: "
                              f"{', '.join(valid)}{_where(loc)}")
@@ -482,17 +482,6 @@ def _irange(ty: T.PtxType) -> tuple:
     if ty.is_signed:
         return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
     return 0, (1 << ty.bits) - 1
-
-
-def _comparisons(ty: T.PtxType) -> tuple:
-    """The setp comparisons valid for ``ty``."""
-    if ty.is_bits:
-        return ("eq", "ne")
-    if ty.is_float:
-        return tuple(c for c in isa.COMPARISONS if c not in ("lo", "ls", "hi", "hs"))
-    if ty.is_signed:
-        return ("eq", "ne", "lt", "le", "gt", "ge")
-    return ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 
 
 def _cvt_rounding(src: T.PtxType, to: T.PtxType, rnd, loc):

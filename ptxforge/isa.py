@@ -27,6 +27,7 @@ from . import types as T
 from .errors import UnsupportedError
 
 __all__ = [
+    "comparisons_for",
     "param_type",
     "Requirement",
     "Rule",
@@ -137,6 +138,18 @@ COMPARISONS = (
     "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
     "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan",
 )
+
+
+def comparisons_for(ty: T.PtxType) -> tuple:
+    """The setp comparisons valid for ``ty`` (bits: eq/ne; floats: no unsigned forms)."""
+    if ty.is_bits:
+        return ("eq", "ne")
+    if ty.is_float:
+        return tuple(c for c in COMPARISONS if c not in ("lo", "ls", "hi", "hs"))
+    if ty.is_signed:
+        return ("eq", "ne", "lt", "le", "gt", "ge")
+    return ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
+
 
 _I16 = (T.u16, T.s16)
 _I32 = (T.u32, T.s32)
