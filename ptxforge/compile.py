@@ -329,7 +329,8 @@ def _quote_lines(ptx: str, log: str) -> str:
     return "\n".join(out)
 
 
-def _source(ptx_or_module) -> str:
+def _source(ptx_or_module, line_info: bool = False) -> str:
+    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``)."""
     if isinstance(ptx_or_module, str):
         return ptx_or_module
     if isinstance(ptx_or_module, bytes):
@@ -337,7 +338,7 @@ def _source(ptx_or_module) -> str:
     from . import ir
     if isinstance(ptx_or_module, ir.Module):
         from .emit import emit
-        return emit(ptx_or_module)
+        return emit(ptx_or_module, line_info=line_info)
     raise PtxforgeError(f"compile: expected PTX text or an ir.Module, got "
                         f"{type(ptx_or_module).__name__}")
 
@@ -413,7 +414,7 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
         options = CompileOptions(**option_fields)
     elif option_fields:
         options = attrs.evolve(options, **option_fields)
-    ptx = _source(ptx_or_module)
+    ptx = _source(ptx_or_module, options.line_info)
     tgt = normalize_target(target)
     be = _choose(tgt) if backend == "auto" else get_backend(backend)
     entries = ptx_entries(ptx)

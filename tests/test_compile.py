@@ -161,3 +161,13 @@ def test_a_ptx_version_newer_than_ptxas_gets_a_hint():
     text = str(info.value)
     assert "hint: this ptxas reads PTX ISA up to 8." in text and "the file says 9.5" in text
     assert "CUDA 12.x for sm_70" in text
+
+
+def test_line_info_for_a_module_maps_the_cubin_back_to_the_python_lines():
+    from ptxforge import kernels
+
+    module = kernels.saxpy()
+    plain = compile_ptx(module, "sm_80").cubin
+    lined = compile_ptx(module, "sm_80", line_info=True).cubin
+    assert b".debug_line" not in plain and b"kernels.py" not in plain
+    assert b".debug_line" in lined and b"kernels.py" in lined  # the .file of the builder calls
