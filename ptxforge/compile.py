@@ -82,7 +82,8 @@ class CompileOptions:
 
     ``max_registers`` is ``--maxrregcount`` (16..255, None: ptxas's default); ``opt_level``
     0..3; ``line_info`` keeps PTX line numbers in the cubin; ``extra`` are further ptxas flags
-    (passed through ``-Xptxas`` under nvJitLink; the driver backend refuses them).  Per-kernel
+    (passed through ``-Xptxas`` under nvJitLink, like ``opt_level``; the driver backend
+    refuses them).  Per-kernel
     ``.maxnreg``/``.maxntid``/``.reqntid``/``.minnctapersm`` directives live in the PTX.
 
     Example::
@@ -110,7 +111,9 @@ class CompileOptions:
 
     def nvjitlink_args(self, target: str) -> list:
         """Options for nvJitLinkCreate."""
-        args = [f"-arch={normalize_target(target)}", "-verbose", f"-O{self.opt_level}"]
+        # nvJitLink's own -O takes only 0 and 3 (ERROR_UNRECOGNIZED_OPTION for -O1/-O2);
+        # ptxas's level goes through -Xptxas, which nvJitLink hands to its ptxas unchanged.
+        args = [f"-arch={normalize_target(target)}", "-verbose", f"-Xptxas=-O{self.opt_level}"]
         if self.max_registers is not None:
             args.append(f"-maxrregcount={self.max_registers}")
         if self.line_info:

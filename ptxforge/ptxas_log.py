@@ -40,7 +40,7 @@ _NVJ_USED = re.compile(r"^info\s*:\s*used (\d+) registers(.*)$")
 _CTIME = re.compile(r"Compile time = ([\d.]+) ms")
 _GMEM = re.compile(r"^(?:ptxas )?info\s*:\s*(\d+) bytes gmem")
 _OVERRIDE = re.compile(r"Overriding maximum register limit (\d+) for '([^']+)' with\s+(\d+)")
-_DIAG = re.compile(r"^ptxas\s+(.*?), line (\d+); (error|warning)\s*:\s*(.*)$")
+_DIAG = re.compile(r"^ptxas\s+(.*?), line (\d+); (error|warning|fatal|info)\s*:\s*(.*)$")
 _OTHER = re.compile(r"^(?:ptxas\s+)?(error|warning|fatal)\s*:\s*(.*)$")
 _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 
