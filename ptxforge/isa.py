@@ -24,13 +24,14 @@ from typing import Iterable
 import attrs
 
 from . import types as T
-from .errors import UnsupportedError
+from .errors import BuildError, UnsupportedError
 
 __all__ = [
     "comparisons_for",
     "param_type",
     "Requirement",
     "Rule",
+    "Forbid",
     "OpSpec",
     "Target",
     "TARGETS",
@@ -41,6 +42,7 @@ __all__ = [
     "parse_target",
     "requirement",
     "check_supported",
+    "forbidden",
     "min_ptx_version",
     "storage_type",
     "move_type",
@@ -72,6 +74,20 @@ class Rule:
 
 
 @attrs.frozen(slots=True)
+class Forbid:
+    """A form no target accepts: an opcode carrying every token in ``tokens`` (for ``cvt``,
+    type tokens in (destination, source) order) is refused for ``reason``."""
+
+    tokens: tuple
+    reason: str
+
+
+def _forbid(*rows: tuple) -> tuple:
+    """Forbids from ``(tokens, reason)`` rows, tokens space-separated."""
+    return tuple(Forbid(tuple(tokens.split()), reason) for tokens, reason in rows)
+
+
+@attrs.frozen(slots=True)
 class OpSpec:
     """One opcode family: operand shape (``d, a, b``), legal value types, modifiers, rules."""
 
@@ -81,6 +97,7 @@ class OpSpec:
     modifiers: tuple = ()
     rules: tuple = ()
     doc: str = ""
+    forbids: tuple = ()
 
     def allows(self, ty: T.PtxType) -> bool:
         """True if ``ty`` is a legal instruction type of this family."""
@@ -234,8 +251,13 @@ _ROWS = (
                   ("bf16 s32", 90, "7.8"), ("bf16 u64", 90, "7.8"), ("bf16 s64", 90, "7.8"),
                   ("u8 bf16", 90, "7.8"), ("s8 bf16", 90, "7.8"), ("u16 bf16", 90, "7.8"),
                   ("s16 bf16", 90, "7.8"), ("u32 bf16", 90, "7.8"), ("s32 bf16", 90, "7.8"),
-                  ("u64 bf16", 90, "7.8"), ("s64 bf16", 90, "7.8")),
-           "d = convert(a)"),
+                  ("u64 bf16", 90, "7.8"), ("s64 bf16", 90, "7.8"), ("ftz f32 bf16", 90, "7.8")),
+           "d = convert(a)",
+           # Found by compiling every pair x rounding x sat x ftz on sm_80 and sm_90.
+           _forbid(("sat bf16", ".sat on conversions to or from .bf16"),
+                   *((pair, "conversions between .bf16 and 8-bit integers (convert through "
+                      "a 16-bit integer)")
+                     for pair in ("bf16 u8", "bf16 s8", "u8 bf16", "s8 bf16")))),
     OpSpec("cvta", "d, a", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
            "generic <-> state-space address"),
     # memory -----------------------------------------------------------------------------
@@ -286,6 +308,26 @@ OPS: dict[str, OpSpec] = {row.family: row for row in _ROWS}
 _TYPE_NAMES = frozenset(t.name for t in T.ALL_TYPES)
 
 
+def _matches(spec: OpSpec, tokens: tuple, parts: list) -> bool:
+    """Does an opcode split into ``parts`` carry every token (cvt: types in order)?"""
+    if not set(tokens) <= set(parts[1:]):
+        return False
+    if spec.family != "cvt":
+        return True
+    type_seq = tuple(p for p in parts[1:] if p in _TYPE_NAMES)
+    want = tuple(t for t in tokens if t in _TYPE_NAMES)
+    return len(want) < 2 or want == type_seq[:2]
+
+
+def forbidden(opcode: str) -> str:
+    """Why no target accepts ``opcode`` (``cvt.rn.sat.bf16.f32``), or "" when some might."""
+    parts = opcode.split(".")
+    spec = OPS.get(parts[0])
+    if spec is None:
+        return ""
+    return next((f.reason for f in spec.forbids if _matches(spec, f.tokens, parts)), "")
+
+
 def requirement(opcode: str) -> Requirement:
     """What the full dotted ``opcode`` (``cvt.rn.bf16.f64``) needs; unknown families need nothing.
 
@@ -297,24 +339,23 @@ def requirement(opcode: str) -> Requirement:
     need = Requirement()
     if spec is None:
         return need
-    tokens = set(parts[1:])
-    type_seq = tuple(p for p in parts[1:] if p in _TYPE_NAMES)
     for rule in spec.rules:
-        if not set(rule.tokens) <= tokens:
-            continue
-        if spec.family == "cvt" and len(rule.tokens) == 2 and rule.tokens != type_seq[:2]:
-            continue
-        need = need.join(rule.need)
+        if _matches(spec, rule.tokens, parts):
+            need = need.join(rule.need)
     return need
 
 
 def check_supported(opcode: str, target: str, op: str = "", where: str = "") -> Requirement:
-    """Raise UnsupportedError if ``opcode`` needs a newer SM than ``target``; else its need."""
+    """Raise BuildError if no target accepts ``opcode`` (:func:`forbidden`), UnsupportedError
+    if it needs a newer SM than ``target``; else return its need."""
+    at = f" at {where}" if where else ""
+    name = op or opcode.split(".")[0]
+    reason = forbidden(opcode)
+    if reason:
+        raise BuildError(f"{name}: ptxas rejects {reason} ({opcode}) on every target{at}")
     need = requirement(opcode)
     tgt = parse_target(target)
     if need.sm > tgt.sm:
-        at = f" at {where}" if where else ""
-        name = op or opcode.split(".")[0]
         raise UnsupportedError(
             f"{name}: {opcode} needs {need} (minimum target sm_{need.sm}), "
             f"but this kernel targets {target}{at}")
