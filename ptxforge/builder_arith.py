@@ -7,11 +7,11 @@ Each opcode family is declared once, from a factory (``add = _op("add", 2)``); t
 
 from __future__ import annotations
 
-import struct
 from typing import Optional
 
 from . import ir, isa
 from . import types as T
+from .builder_checks import half_bits
 from .builder_core import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
 from .errors import BuildError
 
@@ -94,15 +94,6 @@ SEED_INPLACE = {
 }
 
 
-def _f16_bits(value: float, ty: T.PtxType) -> int:
-    """IEEE half / bfloat16 bit pattern of ``value`` (round to nearest even)."""
-    if ty is T.f16:
-        return struct.unpack("<H", struct.pack("<e", value))[0]
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    bits += 0x7FFF + ((bits >> 16) & 1)
-    return (bits >> 16) & 0xFFFF
-
-
 class ArithOps:
     """Mixin: every arithmetic/logic/compare/convert op of :class:`KernelBuilder`."""
 
@@ -121,7 +112,7 @@ class ArithOps:
             ty, relaxed = self._infer(op, srcs, type, loc)
         opty = isa.bits_type(ty) if family in _BITWISE and ty.is_int else ty
         if not spec.allows(opty):
-            given = dst if dst is not None else next(
+            given = dst if dst is not None else ty_reg(ty, "type=") if type is not None else next(
                 (s for s in srcs if isinstance(s, ir.Register)), ty_reg(ty))
             raise type_error(op, f"operands of type {_expect_list(spec.types)}", given, loc)
         mode, rnd = self._modifiers(family, opty, mode, rnd, ftz, sat, op, loc)
@@ -131,7 +122,9 @@ class ArithOps:
             kinds = kinds[1:]  # dst supplies the first source
         if mode == "wide":
             if dst is not None or ty not in _WIDE:
-                raise type_error(op, f"a 16/32-bit integer for .wide (SSA form only)", ty_reg(ty), loc)
+                given = dst if dst is not None else next(
+                    (s for s in srcs if isinstance(s, ir.Register)), ty_reg(ty))
+                raise type_error(op, "a 16/32-bit integer for .wide (SSA form only)", given, loc)
             result_ty = _WIDE[ty]
         operands = []
         for kind, value in zip(kinds, srcs):
@@ -368,17 +361,13 @@ class ArithOps:
         src = T.as_type(type) if type is not None else a.type
         if type is not None and not _fits_src(a.type, src):
             raise type_error("cvt", f"a source register of type {src.ptx}", a, loc)
+        given = {"source": a if type is None else ty_reg(src, "type="),
+                 "destination": ty_reg(to, "destination type")}
         for t, what in ((src, "source"), (to, "destination")):
             if t.is_pred or t.is_bits or t.is_packed:
                 raise type_error("cvt", f"a numeric {what} type (.u8-.u64, .s8-.s64, .f16, .bf16, "
-                                 f".f32, .f64); reinterpret bits with type=", ty_reg(t), loc)
+                                 f".f32, .f64); reinterpret bits with type=", given[what], loc)
         rnd = _cvt_rounding(src, to, rnd, loc)
-        if T.bf16 in (src, to) and 8 in (src.bits, to.bits):
-            raise BuildError(f"cvt {src.ptx} -> {to.ptx}: ptxas rejects bf16 <-> 8-bit "
-                             f"conversions; convert through a 16-bit integer{_where(loc)}")
-        if sat and src is T.bf16 and to.is_int:
-            raise BuildError(f"cvt {src.ptx} -> {to.ptx}: ptxas rejects .sat on bf16 -> integer "
-                             f"conversions (they clamp already); drop sat=True{_where(loc)}")
         if sat and not _can_saturate(src, to):
             raise BuildError(f"cvt {src.ptx} -> {to.ptx}: .sat needs a conversion that can go out "
                              f"of range (every {src.ptx} value fits in {to.ptx}){_where(loc)}")
@@ -387,7 +376,8 @@ class ArithOps:
         out = self._new(to, loc)
         opcode = ".".join(["cvt", *(m for m in (rnd, "ftz" if ftz else "", "sat" if sat else "")
                                     if m), to.name, src.name])
-        self._emit(opcode, (out, a), 1, loc, pred, "cvt")
+        # forms no target accepts (isa.OPS["cvt"].forbids) raise here, naming the pair
+        self._emit(opcode, (out, a), 1, loc, pred, f"cvt {src.ptx} -> {to.ptx}")
         return out
 
     def mov(self, a, *, type=None, pred=None):
@@ -417,9 +407,9 @@ class ArithOps:
         st = isa.move_type(ty)
         number = isinstance(a, (int, float)) and not isinstance(a, bool)
         if number and ty.bits == 16 and ty.is_float:
-            src = ir.Immediate(_f16_bits(float(a), ty), T.b16)
+            src = ir.Immediate(half_bits(a, ty, op, loc), T.b16)
         elif number and ty.is_packed:
-            lane = _f16_bits(float(a), T.f16 if ty is T.f16x2 else T.bf16)
+            lane = half_bits(a, T.f16 if ty is T.f16x2 else T.bf16, op, loc, ty)
             src = ir.Immediate(lane | (lane << 16), T.b32)  # the same value in both halves
         elif isinstance(a, ir.Register) and a.type is ty:
             src = a  # same type: nothing to check or convert

@@ -14,16 +14,24 @@ The op families live in :mod:`ptxforge.builder_arith` and :mod:`ptxforge.builder
 from __future__ import annotations
 
 import contextlib
-import math
-import re
-import struct
-import sys
-from typing import Iterable, Optional, Union
+from typing import Optional, Union
 
 import attrs
 
 from . import ir, isa
 from . import types as T
+from .builder_checks import (
+    _check_ident,
+    _expect_list,
+    _register_internal,
+    _where,
+    caller_loc,
+    check_owned,
+    fits,
+    make_immediate,
+    ty_reg,
+    type_error,
+)
 from .emit import emit
 from .errors import BuildError, PtxTypeError
 
@@ -40,126 +48,10 @@ __all__ = [
 #: What an op accepts as an operand: a register or a Python number (an immediate).
 Value = Union[ir.Register, int, float]
 
-# Source files whose frames are skipped when finding the user's line.
-_INTERNAL: set = {contextlib.__file__}
-
-
-def _register_internal(path: str) -> None:
-    """Mark a module file as builder-internal (its frames are not the user's line)."""
-    _INTERNAL.add(path)
-
-
 _register_internal(__file__)
 
-
-def caller_loc() -> Optional[ir.SourceLoc]:
-    """The first stack frame outside the builder modules, as a SourceLoc."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename in _INTERNAL:
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return ir.SourceLoc(frame.f_code.co_filename, frame.f_lineno)
-
-
-def _where(loc: Optional[ir.SourceLoc]) -> str:
-    """`` at file:line`` or nothing."""
-    return f" at {loc}" if loc is not None else ""
-
-
-def _tname(ty: T.PtxType) -> str:
-    """``.f32``."""
-    return ty.ptx
-
-
-def _describe(value) -> str:
-    """How a given operand is named in an error message."""
-    if isinstance(value, ir.Register):
-        return f"{value.type.ptx} ({value.name})"
-    if isinstance(value, bool):
-        return f"bool {value!r}"
-    if isinstance(value, (int, float)):
-        return f"{type(value).__name__} {value!r}"
-    return f"{type(value).__name__} {value!r}"
-
-
-def type_error(op: str, expected: str, given, loc) -> PtxTypeError:
-    """A PtxTypeError naming the op, the expected and given types, and the user's line."""
-    return PtxTypeError(f"{op}: expected {expected}, got {_describe(given)}{_where(loc)}")
-
-
-def _expect_list(types: Iterable[T.PtxType]) -> str:
-    """``.f32`` or ``one of .u32, .s32``."""
-    names = [t.ptx for t in types]
-    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
-
-
-_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_$]*|[_$%][A-Za-z0-9_$]+")
-
-
-def _check_ident(name: str, what: str, loc) -> str:
-    """Validate a PTX identifier (parameter, array or label name)."""
-    if not isinstance(name, str) or not _IDENT.fullmatch(name):
-        raise BuildError(f"{what} name {name!r} is not a PTX identifier{_where(loc)}")
-    return name
-
-
-def _int_range(ty: T.PtxType) -> tuple:
-    """Inclusive range of Python ints accepted as an immediate of integer/bit type ``ty``."""
-    bits = ty.bits
-    if ty.is_signed:
-        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    if ty.is_bits:
-        return -(1 << (bits - 1)), (1 << bits) - 1
-    return 0, (1 << bits) - 1
-
-
-_FLOAT_MAX = {32: struct.unpack("<f", b"\xff\xff\x7f\x7f")[0], 64: sys.float_info.max}
-
-
-def make_immediate(value, ty: T.PtxType, op: str, loc) -> ir.Immediate:
-    """A range-checked immediate of type ``ty`` (BuildError when it does not fit)."""
-    if isinstance(value, bool):
-        value = int(value)
-    if ty.is_pred:
-        if value not in (0, 1):
-            raise BuildError(f"{op}: predicate immediate must be 0 or 1, got {value!r}{_where(loc)}")
-        return ir.Immediate(int(value), ty)
-    if ty.is_float:
-        if ty.bits == 16 or ty.is_packed:
-            raise BuildError(f"{op}: PTX has no {ty.ptx} immediates; make one with "
-                             f"kb.mov({value!r}, type='{ty.name}'){_where(loc)}")
-        if not isinstance(value, (int, float)):
-            raise type_error(op, f"a {ty.ptx} register or a number", value, loc)
-        fvalue = float(value)
-        if math.isfinite(fvalue) and abs(fvalue) > _FLOAT_MAX[ty.bits]:
-            raise BuildError(f"{op}: immediate {value!r} is out of range for {ty.ptx}{_where(loc)}")
-        return ir.Immediate(fvalue, ty)
-    if isinstance(value, float):
-        raise BuildError(f"{op}: float immediate {value!r} given where {ty.ptx} needs an integer"
-                         f"{_where(loc)}")
-    if not isinstance(value, int):
-        raise type_error(op, f"a {ty.ptx} register or an int", value, loc)
-    lo, hi = _int_range(ty)
-    if not lo <= value <= hi:
-        raise BuildError(f"{op}: immediate {value} is out of range for {ty.ptx} "
-                         f"[{lo}, {hi}]{_where(loc)}")
-    return ir.Immediate(value, ty)
-
-
-def fits(reg_t: T.PtxType, op_t: T.PtxType, relaxed: bool) -> bool:
-    """Can a register of type ``reg_t`` be an operand of an instruction of type ``op_t``?
-
-    Always for the same type, and for a ``.bN`` instruction any same-width non-predicate
-    register; with ``relaxed`` (an explicit ``type=``) same-width integer/bit registers too.
-    """
-    if reg_t is op_t:
-        return True
-    if reg_t.is_pred or op_t.is_pred or reg_t.bits != op_t.bits:
-        return False
-    if op_t.is_bits and not reg_t.is_packed:
-        return True
-    return relaxed and not reg_t.is_float and not op_t.is_float
+#: Labels from :meth:`_Core.new_label` start with this; user labels may not.
+LABEL_PREFIX = "$L__"
 
 
 @attrs.frozen(slots=True)
@@ -231,6 +123,8 @@ class _Core:
         self._labels: dict = {}
         self._label_uses: list = []
         self._label_seq = 0
+        self._issued: set = set()
+        self._regs: dict = {}
         self._directives: dict = {}
         self._pointers: dict = {}
         self._arrays: dict = {}
@@ -248,7 +142,9 @@ class _Core:
         cls = ty.reg_class
         index = self._counters.get(cls.name, 0) + 1
         self._counters[cls.name] = index
-        return ir.Register(f"{cls.prefix}{index}", ty, loc)
+        reg = ir.Register(f"{cls.prefix}{index}", ty, loc)
+        self._regs[reg.name] = reg
+        return reg
 
     def _declare(self, name: str, what: str, loc) -> None:
         """Reserve a symbol name (param, array) or raise BuildError on a clash."""
@@ -286,6 +182,7 @@ class _Core:
             self._pred_src(op, value.operand, loc)
             return value
         if isinstance(value, ir.Register) and value.type.is_pred:
+            check_owned(self._regs, self.name, op, (value,), loc)
             return value
         raise type_error(op, "a .pred register", value, loc)
 
@@ -308,7 +205,10 @@ class _Core:
               op: str = "") -> ir.Instruction:
         """Check the target supports ``opcode`` and append the instruction."""
         isa.check_supported(opcode, self.target, op, str(loc) if loc else "")
-        inst = ir.Instruction(opcode, tuple(operands), ndefs, self._guard_of(pred, loc), loc)
+        guard = self._guard_of(pred, loc)
+        check_owned(self._regs, self.name, op or opcode.split(".")[0],
+                    (*operands, *((guard.register,) if guard else ())), loc)
+        inst = ir.Instruction(opcode, tuple(operands), ndefs, guard, loc)
         self._body.append(inst)
         if ".cc" in opcode:
             self._cc_writer = opcode
@@ -338,12 +238,22 @@ class _Core:
         Example: ``done = kb.new_label("done"); kb.bra(done, pred=p); ...; kb.label(done)``
         """
         self._label_seq += 1
-        return f"$L__{self.name}_{hint}{self._label_seq}"
+        name = f"{LABEL_PREFIX}{self.name}_{hint}{self._label_seq}"
+        self._issued.add(name)
+        return name
+
+    def _check_label(self, name: str, loc) -> None:
+        """A label name must be an identifier and not in the generated-label namespace."""
+        _check_ident(name, "label", loc)
+        if name.startswith(LABEL_PREFIX) and name not in self._issued:
+            raise BuildError(f"label {name!r}: names starting with {LABEL_PREFIX!r} are reserved "
+                             f"for the builder's own labels; use kb.new_label() or another "
+                             f"name{_where(loc)}")
 
     def label(self, name: str) -> str:
         """Place label ``name`` here; returns the name. Example: ``kb.label("loop")``."""
         loc = caller_loc()
-        _check_ident(name, "label", loc)
+        self._check_label(name, loc)
         if name in self._labels:
             raise BuildError(f"label {name!r} placed twice: first at {self._labels[name]}, "
                              f"again{_where(loc)}")
@@ -355,7 +265,7 @@ class _Core:
     def bra(self, target: str, *, pred=None, uni: bool = False) -> None:
         """Branch to label ``target`` (placed before or after). Example: ``kb.bra("loop", pred=p)``."""
         loc = caller_loc()
-        _check_ident(target, "label", loc)
+        self._check_label(target, loc)
         self._label_uses.append((target, loc))
         self._emit("bra.uni" if uni else "bra", (ir.LabelRef(target),), 0, loc, pred)
 
@@ -450,7 +360,8 @@ class _Core:
     def loop(self, start: Value, stop: Value, step: Value = 1, *, type=None, unroll: bool = True):
         """A counted loop ``for i in range(start, stop, step)`` whose counter is updated in
         place; yields the counter register.  The test is at the top (zero trips are fine); a
-        register ``step`` must be positive, an int ``step`` may be negative.  ``unroll=False``
+        register ``step`` must be positive, an int ``step`` may be negative (an unsigned counter
+        then counts down with ``sub`` and never wraps past ``stop``).  ``unroll=False``
         emits ``.pragma "nounroll";`` in the loop header so ptxas keeps the loop rolled (its
         unrolling can multiply register pressure).
 
@@ -476,7 +387,8 @@ class _Core:
         self._body.append(ir.Label(head))
         if not unroll:
             self._body.append(ir.Directive('.pragma "nounroll";'))
-        cmp = "le" if isinstance(step, int) and step < 0 else "ge"
+        down = isinstance(step, int) and not isinstance(step, bool) and step < 0
+        cmp = "le" if down else "ge"
         p = self._new(T.pred, loc)
         self._emit(f"setp.{cmp}{ty.ptx}", (p, counter, self._src("loop", stop, ty, loc, True)), 1, loc)
         self._label_uses.append((done, loc))
@@ -487,13 +399,27 @@ class _Core:
         finally:
             self._open.pop()
             end_loc = caller_loc()
-            self._emit(f"add{ty.ptx}", (counter, counter, self._src("loop", step, ty, loc, True)),
-                       1, end_loc)
+            if down and not ty.is_signed:
+                self._count_down(counter, ty, stop, -step, done, loc, end_loc)
+            else:
+                self._emit(f"add{ty.ptx}", (counter, counter, self._src("loop", step, ty, loc, True)),
+                           1, end_loc)
             self._label_uses.append((head, loc))
             self._emit("bra.uni", (ir.LabelRef(head),), 0, end_loc)
             self._labels[done] = loc
             self._body.append(ir.Label(done))
             self._cc_writer = None
+
+    def _count_down(self, counter, ty, stop, by: int, done: str, loc, end_loc) -> None:
+        """``counter -= by`` at the bottom of a descending loop; an unsigned counter that
+        would wrap below zero leaves the loop first (it would have passed ``stop``)."""
+        amount = self._src("loop", by, ty, loc, True)
+        if not ty.is_signed and by > 1 and not (isinstance(stop, int) and stop >= by - 1):
+            wrap = self._new(T.pred, loc)
+            self._emit(f"setp.lt{ty.ptx}", (wrap, counter, amount), 1, end_loc)
+            self._label_uses.append((done, loc))
+            self._emit("bra", (ir.LabelRef(done),), 0, end_loc, ir.Guard(wrap))
+        self._emit(f"sub{ty.ptx}", (counter, counter, amount), 1, end_loc)
 
     # -- directives ---------------------------------------------------------------------
 
@@ -512,6 +438,13 @@ class _Core:
         for v in values:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise BuildError(f"{name}: values must be positive ints, got {values!r}{_where(loc)}")
+        if name in (".maxntid", ".reqntid") and values[0] * values[1] * values[2] > 1024:
+            raise BuildError(f"{name}: a block has at most 1024 threads, got {values[0]}x"
+                             f"{values[1]}x{values[2]} = {values[0] * values[1] * values[2]}"
+                             f"{_where(loc)}")
+        if name == ".maxnreg" and values[0] > 255:
+            raise BuildError(f"{name}: a thread has at most 255 registers, got {values[0]}"
+                             f"{_where(loc)}")
         self._directives[name] = tuple(values)
 
     def maxntid(self, x: int, y: int = 1, z: int = 1) -> None:
@@ -588,11 +521,6 @@ class _Core:
     def ptx(self, *, line_info: bool = False) -> str:
         """The PTX text of :meth:`build` (``line_info=True`` adds .file/.loc directives)."""
         return emit(self.build(), line_info=line_info)
-
-
-def ty_reg(ty: T.PtxType) -> ir.Register:
-    """A placeholder register used only to describe a type in an error message."""
-    return ir.Register("<type>", ty)
 
 
 def _assemble(target: str, builders: list) -> ir.Module:

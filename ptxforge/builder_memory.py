@@ -1,5 +1,4 @@
-"""Parameters, arrays, loads and stores, atomics, barriers, warp-level ops, special registers
-and device-function calls.
+"""Parameters, arrays, loads and stores, atomics, barriers and device-function calls.
 
 Pointers are 64-bit integer registers (32-bit for ``.shared`` arrays) that the builder tags
 with their element type and state space when they come from ``load_param``, ``address_of``
@@ -22,22 +21,15 @@ from .builder_core import (
     ty_reg,
     type_error,
 )
+from .builder_checks import check_vector_alignment, half_bits, make_immediate
+from .emit import format_immediate
 from .errors import BuildError
 
-__all__ = ["MemoryOps", "SPECIAL_REGISTERS"]
+__all__ = ["MemoryOps"]
 
 _register_internal(__file__)
 
 _SPACES = ("global", "shared", "local", "const", "param")
-_AXES = ("x", "y", "z")
-
-#: Special registers readable with ``kb.special(name)``, and their types.
-SPECIAL_REGISTERS = {
-    **{f"%{r}.{a}": T.u32 for r in ("tid", "ntid", "ctaid", "nctaid") for a in _AXES},
-    "%laneid": T.u32, "%warpid": T.u32, "%nwarpid": T.u32, "%smid": T.u32, "%nsmid": T.u32,
-    "%gridid": T.u64, "%clock": T.u32, "%clock64": T.u64, "%lanemask_eq": T.u32,
-    "%lanemask_lt": T.u32, "%lanemask_le": T.u32, "%lanemask_gt": T.u32, "%lanemask_ge": T.u32,
-}
 
 _ATOM_TYPES = {
     "add": (T.u32, T.s32, T.u64, T.f32, T.f64, T.f16, T.f16x2, T.bf16, T.bf16x2),
@@ -155,19 +147,22 @@ class MemoryOps:
         return self._array("local", name, type, count, align)
 
     def const_array(self, name: str, type, values, *, align: Optional[int] = None) -> Array:
-        """Declare a module-level ``.const`` array initialised with integer ``values``.
+        """Declare a module-level ``.const`` array initialised with ``values``: integers, or
+        numbers for a float type (emitted exactly: ``0f3F800000``; f16/bf16 as bit patterns).
 
         Example: ``lut = kb.const_array("lut", "u32", [1, 2, 4, 8])``
         """
         ty = T.as_type(type)
         loc = caller_loc()
         values = list(values)
-        if not ty.is_int and not ty.is_bits:
-            raise type_error("const_array", "an integer element type", ty_reg(ty), loc)
-        from .builder_core import make_immediate
-
-        init = "{" + ", ".join(str(make_immediate(v, ty, "const_array", loc).value) for v in values) + "}"
-        return self._array("const", name, ty, len(values), align, init)
+        if ty.is_pred or ty.is_packed:
+            raise type_error("const_array", "an integer or scalar float element type",
+                             ty_reg(ty), loc)
+        if ty.bits == 16 and ty.is_float:
+            words = [str(half_bits(_number(v, ty, loc), ty, "const_array", loc)) for v in values]
+        else:
+            words = [format_immediate(make_immediate(v, ty, "const_array", loc)) for v in values]
+        return self._array("const", name, ty, len(values), align, "{" + ", ".join(words) + "}")
 
     def address_of(self, arr: Array) -> ir.Register:
         """The address of an array in its space (u32 for shared, u64 otherwise), as a tagged
@@ -268,6 +263,7 @@ class MemoryOps:
             raise BuildError(f"ld: unknown state space {sp!r}{_where(loc)}")
         if vec not in (1, 2, 4):
             raise BuildError(f"ld: vec must be 1, 2 or 4, got {vec}{_where(loc)}")
+        self._check_vector("ld", vec, ety, address, loc)
         if not isa.OPS["ld"].allows(ety):
             raise type_error("ld", f"a loadable type ({_expect_list(isa.OPS['ld'].types)})",
                              ty_reg(ety), loc)
@@ -298,10 +294,15 @@ class MemoryOps:
                 first = next((v for v in values if isinstance(v, ir.Register)), None)
                 type = first.type if first is not None else None
         address, ety, sp = self._resolve_address("st", addr, type, space, offset, loc)
-        if sp in ("const",):
+        if sp == "const":
             raise BuildError(f"st: the {sp} space is read-only{_where(loc)}")
+        if sp == "param":
+            raise BuildError(f"st: parameters are read-only (ptxas: illegal to write to a function "
+                             f"input parameter); load it and work on the register, or return "
+                             f"values from a .func with set_return{_where(loc)}")
         if len(values) not in (1, 2, 4):
             raise BuildError(f"st: store 1, 2 or 4 values, got {len(values)}{_where(loc)}")
+        self._check_vector("st", len(values), ety, address, loc)
         srcs = []
         for v in values:
             if isinstance(v, ir.Register):
@@ -317,6 +318,12 @@ class MemoryOps:
         opcode = ".".join(["st", *(m for m in mods if m), isa.storage_type(ety).name])
         src = srcs[0] if len(srcs) == 1 else ir.Vector(tuple(srcs))
         self._emit(opcode, (address, src), 0, loc, pred, "st")
+
+    def _check_vector(self, op: str, vec: int, ety: T.PtxType, address: ir.Address, loc) -> None:
+        """A .vN access must be N*size aligned: the array the builder declared, and the offset."""
+        base = address.base
+        arr = self._arrays.get(base.name) if isinstance(base, ir.Symbol) else None
+        check_vector_alignment(op, vec, ety, address.offset, arr, loc)
 
     def cvta(self, ptr, space: str, *, to_generic: bool = False, pred=None) -> ir.Register:
         """``cvta.to.space`` (generic → space; default) or ``cvta.space`` (space → generic).
@@ -395,6 +402,10 @@ class MemoryOps:
     def bar_sync(self, barrier: int = 0, count: Optional[int] = None, *, pred=None) -> None:
         """``bar.sync id[, count]``: block-wide barrier. Example: ``kb.bar_sync()``."""
         loc = caller_loc()
+        if not isinstance(barrier, ir.Register) and not (
+                isinstance(barrier, int) and not isinstance(barrier, bool) and 0 <= barrier <= 15):
+            raise BuildError(f"bar_sync: barrier id must be 0..15 (or a .u32 register), got "
+                             f"{barrier!r}{_where(loc)}")
         ops = [self._src("bar_sync", barrier, T.u32, loc)]
         if count is not None:
             ops.append(self._src("bar_sync", count, T.u32, loc))
@@ -414,138 +425,6 @@ class MemoryOps:
             raise BuildError(f"fence: sem must be sc/acq_rel and scope cta/gpu/sys, got "
                              f"{sem!r}, {scope!r}{_where(loc)}")
         self._emit(f"fence.{sem}.{scope}", (), 0, loc, pred, "fence")
-
-    # -- warp level ---------------------------------------------------------------------
-
-    def shfl_sync(self, mode: str, a, b, c, mask=0xFFFFFFFF, *, with_pred: bool = False,
-                  pred=None):
-        """``shfl.sync.mode.b32 d[|p], a, b, c, mask`` for a 32-bit value ``a``; returns d
-        (or ``(d, p)`` with ``with_pred=True``).  See shfl_down/up/bfly/idx for the common
-        forms. Example: ``y = kb.shfl_sync("bfly", x, 16, 31)``"""
-        loc = caller_loc()
-        if mode not in ("up", "down", "bfly", "idx"):
-            raise BuildError(f"shfl_sync: mode must be up, down, bfly or idx, got {mode!r}{_where(loc)}")
-        if not isinstance(a, ir.Register) or a.type.bits != 32 or a.type.is_pred:
-            raise type_error("shfl_sync", "a 32-bit register (.b32/.u32/.s32/.f32)", a, loc)
-        ops = (a, self._src("shfl_sync", b, T.u32, loc, True), self._src("shfl_sync", c, T.u32, loc, True),
-               self._src("shfl_sync", mask, T.b32, loc, True))
-        out = self._new(a.type, loc)
-        dest = out
-        p = None
-        if with_pred:
-            p = self._new(T.pred, loc)
-            dest = ir.Vector((out, p), "pipe")
-        self._emit(f"shfl.sync.{mode}.b32", (dest, *ops), 1, loc, pred, "shfl_sync")
-        return (out, p) if with_pred else out
-
-    def shfl_down(self, a, delta, *, width: int = 32, mask=0xFFFFFFFF, pred=None):
-        """Value from lane ``laneid + delta`` (CUDA ``__shfl_down_sync``)."""
-        return self.shfl_sync("down", a, delta, ((32 - width) << 8) | 0x1F, mask, pred=pred)
-
-    def shfl_up(self, a, delta, *, width: int = 32, mask=0xFFFFFFFF, pred=None):
-        """Value from lane ``laneid - delta`` (CUDA ``__shfl_up_sync``)."""
-        return self.shfl_sync("up", a, delta, (32 - width) << 8, mask, pred=pred)
-
-    def shfl_bfly(self, a, lane_mask, *, width: int = 32, mask=0xFFFFFFFF, pred=None):
-        """Value from lane ``laneid ^ lane_mask`` (CUDA ``__shfl_xor_sync``)."""
-        return self.shfl_sync("bfly", a, lane_mask, ((32 - width) << 8) | 0x1F, mask, pred=pred)
-
-    def shfl_idx(self, a, lane, *, width: int = 32, mask=0xFFFFFFFF, pred=None):
-        """Value from lane ``lane`` (CUDA ``__shfl_sync``)."""
-        return self.shfl_sync("idx", a, lane, ((32 - width) << 8) | 0x1F, mask, pred=pred)
-
-    def vote_sync(self, mode: str, p, mask=0xFFFFFFFF, *, pred=None):
-        """``vote.sync.all|any|uni.pred`` (returns a predicate) or ``vote.sync.ballot.b32``
-        (returns a .u32 lane mask). Example: ``everyone = kb.vote_sync("all", ok)``"""
-        loc = caller_loc()
-        if mode not in ("all", "any", "uni", "ballot"):
-            raise BuildError(f"vote_sync: mode must be all, any, uni or ballot, got {mode!r}"
-                             f"{_where(loc)}")
-        src = self._pred_src("vote_sync", p, loc)
-        out = self._new(T.u32 if mode == "ballot" else T.pred, loc)
-        suffix = "b32" if mode == "ballot" else "pred"
-        self._emit(f"vote.sync.{mode}.{suffix}", (out, src, self._src("vote_sync", mask, T.b32, loc, True)),
-                   1, loc, pred, "vote_sync")
-        return out
-
-    def activemask(self, *, pred=None) -> ir.Register:
-        """``activemask.b32``: the mask of active lanes (.u32). Example: ``m = kb.activemask()``."""
-        loc = caller_loc()
-        out = self._new(T.u32, loc)
-        self._emit("activemask.b32", (out,), 1, loc, pred, "activemask")
-        return out
-
-    def redux_sync(self, op: str, a, mask=0xFFFFFFFF, *, pred=None) -> ir.Register:
-        """``redux.sync.op.type`` (sm_80+): warp-wide add/min/max (u32/s32) or and/or/xor.
-
-        Example: ``total = kb.redux_sync("add", x)``
-        """
-        loc = caller_loc()
-        if op not in ("add", "min", "max", "and", "or", "xor"):
-            raise BuildError(f"redux_sync: unknown op {op!r}{_where(loc)}")
-        if not isinstance(a, ir.Register) or a.type not in (T.u32, T.s32, T.b32):
-            raise type_error("redux_sync", "a .u32 or .s32 register", a, loc)
-        ty = T.b32 if op in ("and", "or", "xor") else (T.u32 if a.type is T.b32 else a.type)
-        out = self._new(a.type, loc)
-        self._emit(f"redux.sync.{op}{ty.ptx}", (out, a, self._src("redux_sync", mask, T.b32, loc, True)),
-                   1, loc, pred, "redux_sync")
-        return out
-
-    # -- special registers --------------------------------------------------------------
-
-    def special(self, name: str) -> ir.Register:
-        """Read a special register (``"%tid.x"``, ``"%clock64"``) into a fresh register."""
-        loc = caller_loc()
-        ty = SPECIAL_REGISTERS.get(name)
-        if ty is None:
-            raise BuildError(f"unknown special register {name!r}; known: "
-                             f"{', '.join(SPECIAL_REGISTERS)}{_where(loc)}")
-        out = self._new(ty, loc)
-        self._emit(f"mov{ty.ptx}", (out, ir.SpecialReg(name, ty)), 1, loc, op="special")
-        return out
-
-    def tid(self, axis: str = "x") -> ir.Register:
-        """``%tid.axis``: thread index in the block. Example: ``t = kb.tid()``."""
-        return self.special(f"%tid.{_axis(axis)}")
-
-    def ntid(self, axis: str = "x") -> ir.Register:
-        """``%ntid.axis``: block size."""
-        return self.special(f"%ntid.{_axis(axis)}")
-
-    def ctaid(self, axis: str = "x") -> ir.Register:
-        """``%ctaid.axis``: block index in the grid."""
-        return self.special(f"%ctaid.{_axis(axis)}")
-
-    def nctaid(self, axis: str = "x") -> ir.Register:
-        """``%nctaid.axis``: grid size in blocks."""
-        return self.special(f"%nctaid.{_axis(axis)}")
-
-    def laneid(self) -> ir.Register:
-        """``%laneid``: lane in the warp (0-31)."""
-        return self.special("%laneid")
-
-    def warpid(self) -> ir.Register:
-        """``%warpid``: the warp's slot on its SM (not its index in the block)."""
-        return self.special("%warpid")
-
-    def smid(self) -> ir.Register:
-        """``%smid``: the SM the thread runs on."""
-        return self.special("%smid")
-
-    def clock(self) -> ir.Register:
-        """``%clock``: 32-bit cycle counter."""
-        return self.special("%clock")
-
-    def clock64(self) -> ir.Register:
-        """``%clock64``: 64-bit cycle counter (.u64)."""
-        return self.special("%clock64")
-
-    def global_id(self, axis: str = "x") -> ir.Register:
-        """``ctaid * ntid + tid`` along ``axis`` (.u32): the global thread index.
-
-        Example: ``i = kb.global_id()``
-        """
-        return self.mad(self.ctaid(axis), self.ntid(axis), self.tid(axis))
 
     # -- device functions ---------------------------------------------------------------
 
@@ -595,11 +474,11 @@ class MemoryOps:
         return None if not outs else outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _axis(axis: str) -> str:
-    """Validate a special-register axis."""
-    if axis not in _AXES:
-        raise BuildError(f"axis must be 'x', 'y' or 'z', got {axis!r}{_where(caller_loc())}")
-    return axis
+def _number(value, ty: T.PtxType, loc):
+    """A Python number for a float element (bools and other objects raise PtxTypeError)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise type_error("const_array", f"a number for a {ty.ptx} element", value, loc)
+    return value
 
 
 def _signed(ty: T.PtxType) -> T.PtxType:

@@ -336,7 +336,7 @@ def test_ld_st_every_space(ptxas_accepts, arch, ty):
     kb.st(g, v4, offset=32)
     kb.st(kb.elem_ptr(sh, kb.tid()), v)
     kb.st(sh.at(4), v4)
-    w = kb.ld(sh, vec=2, offset=8)
+    w = kb.ld(sh, vec=2, offset=16)  # .v2 needs 2*size alignment
     kb.st(kb.elem_ptr(lo, 3), w[0])
     kb.ld(lo.at(3))
     c = kb.ld(cn.at(2))
