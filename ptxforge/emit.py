@@ -95,6 +95,8 @@ def _format_var(decl: ir.VarDecl) -> str:
     parts.append("." + decl.space)
     if decl.align is not None:
         parts.append(f".align {decl.align}")
+    if decl.vector is not None:
+        parts.append(f".v{decl.vector}")
     parts.append(decl.type.ptx)
     text = " ".join(parts) + " " + decl.name + _format_dims(decl.dims)
     if decl.init is not None:
@@ -210,12 +212,23 @@ def emit(module: ir.Module, *, line_info: bool = False) -> str:
         "",
     ]
     files = _file_table(module) if line_info else None
-    for decl in module.globals:
-        out.append(_format_var(decl))
-    if module.globals:
+    after_kernel = True  # a blank line separates a run of declarations from a function
+    for item in module.items():
+        if isinstance(item, ir.Kernel):
+            if not after_kernel:
+                out.append("")
+            out.append(emit_kernel(item, files=files))
+            after_kernel = True
+            continue
+        if isinstance(item, ir.VarDecl):
+            out.append(_format_var(item))
+        elif isinstance(item, ir.Directive):
+            out.append(item.text)
+        else:
+            raise BuildError(f"cannot emit module-level item of type {type(item).__name__}")
+        after_kernel = False
+    if not after_kernel:
         out.append("")
-    for k in module.kernels:
-        out.append(emit_kernel(k, files=files))
     if files:
         for path, index in sorted(files.items(), key=lambda kv: kv[1]):
             escaped = path.replace("\\", "\\\\").replace('"', '\\"')

@@ -237,7 +237,8 @@ class VarDecl:
     """A variable declaration in a state space (module level or inside a function body).
 
     ``dims`` holds array dimensions (``None`` for an unsized ``[]``); ``init`` keeps the
-    initializer's PTX text verbatim.
+    initializer's PTX text verbatim; ``vector`` is 2, 4 or 8 for a vector variable
+    (``.global .v2 .f32 vv;``), None for a scalar one.
     """
 
     space: str
@@ -247,6 +248,7 @@ class VarDecl:
     dims: tuple = ()
     init: Optional[str] = None
     linkage: str = ""
+    vector: Optional[int] = None
 
 
 @attrs.frozen(slots=True)
@@ -258,7 +260,9 @@ class Scope:
 
 @attrs.frozen(slots=True)
 class Directive:
-    """A directive kept verbatim inside a body, e.g. ``.pragma "nounroll";``."""
+    """A directive kept verbatim inside a body or at module level, e.g. ``.pragma "nounroll";``
+    (module level also: opaque ``.texref``/``.surfref``/``.samplerref`` and attributed
+    variables)."""
 
     text: str
 
@@ -314,9 +318,14 @@ class Kernel:
 
 @attrs.frozen(slots=True)
 class Module:
-    """A PTX module: header, module-level variables and functions in emission order.
+    """A PTX module: header, module-level variables, directives and functions.
 
     ``files`` is the ``.file`` table as (index, path) pairs, kept from parsed PTX.
+    ``directives`` holds module-level :class:`Directive` statements (``.pragma``, opaque
+    variables).  ``layout`` gives the emission order as ``(kind, index)`` pairs, kind one of
+    ``"global"``, ``"directive"``, ``"kernel"`` indexing the three tuples (parsed modules keep
+    the source order: a function-pointer table must follow its functions); when it is empty,
+    or does not name every item exactly once, the order is globals, directives, kernels.
     """
 
     version: str
@@ -325,6 +334,17 @@ class Module:
     globals: tuple = ()
     kernels: tuple = ()
     files: tuple = ()
+    directives: tuple = ()
+    layout: tuple = ()
+
+    def items(self) -> tuple:
+        """Module-level globals, directives and kernels in emission order (see ``layout``)."""
+        parts = {"global": self.globals, "directive": self.directives, "kernel": self.kernels}
+        expected = len(self.globals) + len(self.directives) + len(self.kernels)
+        valid = {(kind, i) for kind, items in parts.items() for i in range(len(items))}
+        if len(self.layout) == expected and set(self.layout) == valid:
+            return tuple(parts[kind][index] for kind, index in self.layout)
+        return self.globals + self.directives + self.kernels
 
     @property
     def entries(self) -> tuple[Kernel, ...]:
