@@ -1,7 +1,8 @@
 """Parsing of PTX instructions and their operands.
 
 :meth:`InstructionParser.instruction` reads ``[@[!]%p] opcode operand, …;``: registers
-(resolved against the current function's ``.reg`` declarations, or special registers),
+(resolved against the ``.reg`` declarations in scope whatever the name looks like, ``%r1``
+or ``acc``, or special registers; a declared name shadows a symbol),
 immediates (hex float literals exact), addresses ``[base+offset]`` (anything else in brackets
 kept verbatim), vectors ``{…}``/``(…)``/``a|b``, negated predicates and names.  Opcodes are
 not checked; the number of destinations and branch targets come from the lexer's tables.
@@ -14,7 +15,8 @@ import struct
 from typing import Optional, Union
 
 from . import ir
-from ._parse_cursor import EOF, IDENT, INT, TokenCursor, int_value, show_token
+from ._parse_cursor import EOF, IDENT, INT, int_value, show_token
+from ._parse_scopes import ScopeTracker
 from .lexer import SPECIAL_REGISTERS, is_no_def, special_register_type
 from .types import PtxType
 
@@ -23,11 +25,12 @@ __all__ = ["InstructionParser"]
 _REG_SPLIT = re.compile(r"(.*?)([0-9]+)\Z")
 
 
-class InstructionParser(TokenCursor):
-    """The instruction and operand part of the parser (a mixin over :class:`TokenCursor`)."""
+class InstructionParser(ScopeTracker):
+    """The instruction and operand part of the parser (a mixin over :class:`ScopeTracker`)."""
 
     def instruction(self, loc: Optional[ir.SourceLoc]) -> ir.Instruction:
         toks = self.toks
+        start = self.i
         guard = None
         if toks[self.i] == "@":
             self.i += 1
@@ -61,19 +64,30 @@ class InstructionParser(TokenCursor):
                                            opcode.startswith("bra") or opcode.startswith("brx"))
         if kind[1]:
             operands = [ir.LabelRef(o.name) if isinstance(o, ir.Symbol) else o for o in operands]
+            for o in operands:
+                if isinstance(o, ir.LabelRef):
+                    self.label_used(o.name, toks.index(o.name, start, self.i))
         return ir.Instruction(opcode, tuple(operands), kind[0], guard, loc)
 
-    def register(self, name: str) -> Union[ir.Register, ir.SpecialReg]:
-        reg = self.regs.get(name)
-        if reg is not None:
-            return reg
+    def range_register(self, name: str) -> Optional[ir.Register]:
+        """The register ``name`` declared by a ``%r<N>`` range in scope, if any."""
         m = _REG_SPLIT.match(name)
         if m is not None:
             rng = self.ranges.get(m.group(1))
             if rng is not None and int(m.group(2)) < rng[0]:
                 reg = ir.Register(name, rng[1])
                 self.regs[name] = reg
+                self.from_range.add(name)
                 return reg
+        return None
+
+    def register(self, name: str) -> Union[ir.Register, ir.SpecialReg]:
+        reg = self.regs.get(name)
+        if reg is not None:
+            return reg
+        reg = self.range_register(name)
+        if reg is not None:
+            return reg
         special = self.special_cache.get(name)
         if special is not None:
             return special
@@ -131,6 +145,16 @@ class InstructionParser(TokenCursor):
             self.i += 1
             return ir.Raw("_")
         if c.isalpha() or c == "$" or c == "_":
+            # a register declared without '%' (``.reg .f32 acc;``) shadows any symbol
+            reg = self.regs.get(t)
+            if reg is None and self.plain_ranges:
+                reg = self.range_register(t)
+            if reg is not None:
+                self.i += 1
+                if toks[self.i] == "|":
+                    self.i += 1
+                    return ir.Vector((reg, self.operand()), "pipe")
+                return reg
             if not IDENT.match(t):
                 raise self.error(f"expected an operand, got {show_token(t)}")
             self.i += 1
@@ -186,7 +210,11 @@ class InstructionParser(TokenCursor):
                 return self._raw_address(start)
             self.i += 1
         elif t[0].isalpha() or t[0] in "$_":
-            base = self.sym_cache.get(t) or ir.Symbol(t)
+            base = self.regs.get(t)
+            if base is None and self.plain_ranges:
+                base = self.range_register(t)
+            if base is None:
+                base = self.sym_cache.get(t) or ir.Symbol(t)
             self.i += 1
         elif t[0].isdigit() or t == "-":
             offset = self.integer("address")

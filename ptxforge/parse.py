@@ -52,6 +52,8 @@ __all__ = ["parse", "parse_file"]
 _LINKAGES = frozenset({".visible", ".extern", ".weak", ".common"})
 _VAR_SPACES = frozenset({".global", ".shared", ".const", ".local", ".param"})
 _VERSION = re.compile(r"[0-9]+\.[0-9]+\Z")
+_VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
+_OPAQUE_TYPES = frozenset({".texref", ".samplerref", ".surfref"})
 
 
 def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
@@ -97,6 +99,17 @@ class _Parser(LineInfoParser, InstructionParser):
         address_size = 64
         globals_: list[ir.VarDecl] = []
         kernels: list[ir.Kernel] = []
+        directives: list[ir.Directive] = []
+        layout: list[tuple[str, int]] = []  # source order of the three lists above
+
+        def add_decls(decls: list) -> None:
+            for d in decls:
+                if isinstance(d, ir.Directive):
+                    layout.append(("directive", len(directives)))
+                    directives.append(d)
+                else:
+                    layout.append(("global", len(globals_)))
+                    globals_.append(d)
         while self.i < self.n:
             start = self.i
             try:
@@ -141,14 +154,19 @@ class _Parser(LineInfoParser, InstructionParser):
                         self.i += 1
                     t2 = toks[self.i]
                     if t2 == ".entry" or t2 == ".func":
+                        layout.append(("kernel", len(kernels)))
                         kernels.append(self.function(linkage, t2 == ".entry"))
                     elif t2 in _VAR_SPACES:
-                        globals_.extend(self.var_decls(linkage, module_level=True))
+                        add_decls(self.var_decls(linkage))
                     else:
                         raise self.error(f"expected .entry, .func or a variable after {linkage}, "
                                          f"got {show_token(t2)}")
                 elif t in _VAR_SPACES:
-                    globals_.extend(self.var_decls("", module_level=True))
+                    add_decls(self.var_decls(""))
+                elif t == ".pragma":
+                    end = self.skip_to(";", ".pragma")
+                    add_decls([ir.Directive(self.verbatim(start, end))])
+                    self.i = end + 1
                 elif t == ".loc":
                     self.loc()
                 elif t == "}":
@@ -156,7 +174,7 @@ class _Parser(LineInfoParser, InstructionParser):
                 elif t.startswith(".") and len(t) > 1:
                     raise self.error(f"unknown directive {t} at module level; expected .version, "
                                      ".target, .address_size, .entry, .func, .global, .const, "
-                                     ".shared, .file or .section")
+                                     ".shared, .pragma, .file or .section")
                 else:
                     raise self.error(f"expected a directive at module level, got {show_token(t)}")
             except (ParseError, RecursionError):
@@ -167,7 +185,8 @@ class _Parser(LineInfoParser, InstructionParser):
             raise self.error("missing .target directive (expected e.g. '.target sm_80')", 0)
         return ir.Module(version=version, target=target, address_size=address_size,
                          globals=tuple(globals_), kernels=tuple(kernels),
-                         files=tuple(sorted(self.files.items())))
+                         files=tuple(sorted(self.files.items())), directives=tuple(directives),
+                         layout=tuple(layout))
 
     def ident_or_directive(self, what: str) -> str:
         tok = self.toks[self.i]
@@ -189,24 +208,25 @@ class _Parser(LineInfoParser, InstructionParser):
             self.expect("]", "to close the array size")
         return tuple(out)
 
-    def var_decls(self, linkage: str, module_level: bool) -> list:
+    def var_decls(self, linkage: str) -> list:
         """``.global/.shared/.const/.local/.param [.align N] .type name[dims] [= init], …;``."""
         toks = self.toks
         start = self.i
         space = toks[self.i][1:]
         self.i += 1
-        align = None
+        align = vector = None
         while True:
             t = toks[self.i]
             if t == ".align":
                 self.i += 1
                 align = self.integer("after .align")
-            elif t in (".v2", ".v4", ".v8") or t == ".attribute" or t.startswith(".ptr"):
-                return self._verbatim_decl(start, module_level, t)
+            elif t in _VECTORS:
+                vector = _VECTORS[t]
+                self.i += 1
+            elif t == ".attribute" or t.startswith(".ptr") or t in _OPAQUE_TYPES:
+                return self._verbatim_decl(start, linkage)
             else:
                 break
-        if toks[self.i] in (".texref", ".samplerref", ".surfref"):
-            return self._verbatim_decl(start, module_level, toks[self.i])
         ty = self.ptx_type(f"the .{space} variable")
         out = []
         while True:
@@ -224,28 +244,29 @@ class _Parser(LineInfoParser, InstructionParser):
                 # names on one line are rare enough to keep with the last one verbatim.
                 self.i = end
             out.append(ir.VarDecl(space=space, type=ty, name=name, align=align, dims=dims,
-                                  init=init, linkage=linkage))
+                                  init=init, linkage=linkage, vector=vector))
             if toks[self.i] == ",":
                 self.i += 1
                 continue
             self.expect(";", f"after the .{space} declaration of {name}")
             return out
 
-    def _verbatim_decl(self, start: int, module_level: bool, what: str) -> list:
-        if module_level:
-            raise self.error(f"unsupported module-level variable form ({what}); ptxforge keeps "
-                             "vector, attributed and texture variables only inside functions")
+    def _verbatim_decl(self, start: int, linkage: str) -> list:
+        """Opaque (``.texref``, ``.surfref``, ``.samplerref``) or attributed variables, verbatim."""
         end = self.skip_to(";", "the declaration")
         self.i = end + 1
-        return [ir.Directive(self.verbatim(start, end))]
+        text = self.verbatim(start, end)
+        return [ir.Directive(f"{linkage} {text}" if linkage else text)]
 
     def reg_decl(self, nested: bool) -> list:
         """``.reg .type %a, %r<N>;`` → RegDecls (function level) or VarDecls (nested scope)."""
         toks = self.toks
         self.i += 1
         t = toks[self.i]
-        if t in (".v2", ".v4", ".v8"):
-            raise self.error(f"vector registers ({t}) are not supported; expected .reg .type names")
+        if t in _VECTORS:
+            raise self.error(f"vector registers (.reg {t} …) are not supported: ptxforge cannot "
+                             "count their components' registers; declare scalar registers "
+                             "(.reg .f32 %a, %b, …) instead")
         if not t.startswith("."):
             raise self.error(f"bad register declaration: expected a type such as .b32 after .reg, "
                              f"got {show_token(t)}")
@@ -273,9 +294,17 @@ class _Parser(LineInfoParser, InstructionParser):
                 count = int_value(tok)
                 self.i += 1
                 self.expect(">", f"to close {name}<{count}")
+                if nested:
+                    self.shadow(self.ranges, name)
+                    self.forget_range_registers()
                 self.ranges[name] = (count, ptype)
+                if name[0] != "%":
+                    self.plain_ranges = True
             else:
+                if nested:
+                    self.shadow(self.regs, name)
                 self.regs[name] = ir.Register(name, ptype)
+                self.from_range.discard(name)
             if nested:
                 shown = name if count is None else f"{name}<{count}>"
                 out.append(ir.VarDecl(space="reg", type=ptype, name=shown))
@@ -400,6 +429,9 @@ class _Parser(LineInfoParser, InstructionParser):
         self.i += 1
         self.regs = {}
         self.ranges = {}
+        self.from_range = set()
+        self.plain_ranges = False
+        self.scopes_begin()
         stmts: list = []
         reg_decls: list = []
         depth = 1
@@ -420,9 +452,11 @@ class _Parser(LineInfoParser, InstructionParser):
                     elif t == ".loc":
                         loc = self.loc()
                     elif t in _VAR_SPACES:
-                        stmts.extend(self.var_decls("", module_level=False))
+                        stmts.extend(self.var_decls(""))
                     elif t in BODY_VERBATIM_DIRECTIVES:
                         end = self.skip_to(";", t)
+                        if t == ".branchtargets":
+                            self.branch_target_list(start, end)
                         append(ir.Directive(self.verbatim(start, end)))
                         self.i = end + 1
                     else:
@@ -431,14 +465,18 @@ class _Parser(LineInfoParser, InstructionParser):
                 elif t == "{":
                     depth += 1
                     append(ir.Scope(True))
+                    self.block_open()
                     self.i += 1
                 elif t == "}":
                     depth -= 1
                     self.i += 1
                     if depth == 0:
+                        self.labels_check()
                         return tuple(stmts), tuple(reg_decls)
                     append(ir.Scope(False))
+                    self.block_close()
                 elif toks[start + 1] == ":" and (c.isalpha() or c in "$_"):
+                    self.label_defined(t, start)
                     append(ir.Label(t))
                     self.i += 2
                 elif c == "@" or c.isalpha():
