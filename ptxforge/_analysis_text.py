@@ -127,22 +127,33 @@ def render_kernel(k: "KernelAnalysis", top: int = 10) -> str:
              ""]
     oe, op = k.occupancy_estimate, k.occupancy
     dash = None
+    na = "n/a"
     rows = [
         ("registers (32-bit)", r.peak.units, s.registers if s else dash),
         ("predicates", r.pred_peak.units, dash),
         ("spill stores (bytes)", dash, s.spill_stores if s else dash),
         ("spill loads (bytes)", dash, s.spill_loads if s else dash),
         ("stack frame (bytes)", dash, s.stack_frame if s else dash),
-        ("blocks/SM", oe.active_blocks, op.active_blocks if s else dash),
-        ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else dash),
-        ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else dash),
     ]
+    if op is None:
+        rows += [("blocks/SM", na, na if s else dash), ("occupancy", na, na if s else dash)]
+    else:
+        rows += [
+            ("blocks/SM", oe.active_blocks, op.active_blocks if s else dash),
+            ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else dash),
+            ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else dash),
+        ]
     lines.append(f"resources ({k.arch}, {k.block_size} threads/block"
-                 + (f", {op.shared_per_block} bytes shared" if op.shared_per_block else "")
+                 + (f", {op.shared_per_block} bytes shared" if op and op.shared_per_block else "")
                  + ("" if s else "; ptxas not run") + "):")
     lines += table(("", "estimate", "ptxas"), rows)
-    lines.append("  " + _cliff_line(k.cliffs)
-                 + (" (at ptxas's count)" if s else " (at the estimate)"))
+    if op is None:
+        lines.append(f"  occupancy n/a: {k.occupancy_note}")
+    elif not op.launchable:
+        lines.append(f"  cannot launch at {k.block_size} threads/block: {op.reason}")
+    else:
+        lines.append("  " + _cliff_line(k.cliffs)
+                     + (" (at ptxas's count)" if s else " (at the estimate)"))
     cmp = k.comparison
     if cmp is not None and cmp.notes(general=False):
         lines.append(f"why ptxas differs from the estimate ({cmp.difference:+d} registers; "
@@ -217,16 +228,21 @@ def render_module(m: "ModuleAnalysis", top: int = 10) -> str:
             f"{m.block_size} threads/block; "
             + (f"ptxas via {m.backend}" if m.compiled else "ptxas not run"))
     lines = [head, ""]
-    rows = []
+    rows, why = [], []
     for k in m.kernels:
-        s = k.stats
+        s, o = k.stats, k.occupancy
         rows.append((k.name, k.mix.instructions, k.pressure.peak.units,
                      s.registers if s else None,
                      f"{s.spill_stores}/{s.spill_loads}" if s else None,
-                     s.stack_frame if s else None, k.occupancy.active_blocks,
-                     percent(k.occupancy.occupancy)))
+                     s.stack_frame if s else None, "n/a" if o is None else o.active_blocks,
+                     "n/a" if o is None else percent(o.occupancy)))
+        if o is None:
+            why.append(f"  {k.name}: occupancy n/a: {k.occupancy_note}")
+        elif not o.launchable:
+            why.append(f"  {k.name}: cannot launch at {k.block_size} threads/block: {o.reason}")
     lines += table(("kernel", "instructions", "estimate", "ptxas", "spill st/ld", "stack",
                     "blocks/SM", "occupancy"), rows)
+    lines += why
     out = "\n".join(lines) + "\n"
     for k in m.kernels:
         out += "\n" + render_kernel(k, top)
@@ -242,6 +258,7 @@ def render_occupancy(rep: "OccupancyReport") -> str:
              f"  warps/SM    {o.active_warps} of {o.max_warps}",
              f"  occupancy   {percent(o.occupancy)}",
              f"  limited by  {', '.join(o.limiting) or '-'}",
+             *([] if o.launchable else [f"  cannot launch: {o.reason}"]),
              "  limits (blocks/SM): " + ", ".join(
                  f"{name} {'-' if v is None else v}"
                  for name, v in o.to_dict()["limits"].items()),

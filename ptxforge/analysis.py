@@ -55,7 +55,8 @@ from .compare import Comparison, Estimate, compare
 from .compile import CompileOptions, KernelStats, compile_ptx, normalize_target
 from .errors import PtxforgeError
 from .mix import InstructionMix, instruction_mix
-from .occupancy import Occupancy, RegisterCliffs, arch_props, occupancy, register_cliffs
+from .occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy, register_cliffs,
+                        unknown_arch_reason)
 from .parse import parse
 from .pressure import PressureReport, analyze_pressure
 
@@ -72,6 +73,7 @@ __all__ = [
     "sweep_report",
     "static_shared_bytes",
     "occupancy_fields",
+    "launch_limits",
 ]
 
 SCHEMA = "ptxforge.analyze/1"
@@ -93,16 +95,19 @@ def _gc_paused() -> Iterator[None]:
 
 def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
     """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``) or raise a PtxforgeError naming
-    the accepted ones.  ``compile=False`` checks only the occupancy table.
+    the accepted ones.  ``compile=True`` accepts every target ptxas knows (its occupancy is
+    then reported as unknown when the occupancy table lacks it); ``compile=False`` checks
+    only the occupancy table.
 
     Example::
 
         >>> check_arch("8.6")
         'sm_86'
     """
-    name = normalize_target(arch) if compile else None
+    if compile:
+        return normalize_target(arch)
     props = arch_props(arch)
-    return name or f"sm_{props.major}{props.minor}"
+    return f"sm_{props.major}{props.minor}"
 
 
 def occupancy_fields(occ: Occupancy) -> dict:
@@ -112,7 +117,26 @@ def occupancy_fields(occ: Occupancy) -> dict:
             "occupancy": round(occ.occupancy, 6),
             "limiter": occ.limiting[0] if occ.limiting else None,
             "limiters": list(occ.limiting), "active_warps": occ.active_warps,
-            "max_warps": occ.max_warps}
+            "max_warps": occ.max_warps, "launchable": occ.launchable, "reason": occ.reason}
+
+
+def _dims_product(values) -> Optional[int]:
+    n = 1
+    for v in values or ():
+        n *= v
+    return n if values else None
+
+
+def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> dict:
+    """The kernel's own block-size limits as :func:`~ptxforge.occupancy.occupancy` keywords:
+    ``required_threads`` from ``.reqntid``, ``max_threads`` from ``.maxntid`` or, when
+    compiled, from what ptxas (or the driver) reports."""
+    d = dict(kernel.directives)
+    required = _dims_product(d.get(".reqntid"))
+    limit = stats.max_threads_per_block if stats is not None else None
+    if limit is None:
+        limit = _dims_product(d.get(".maxntid")) or required
+    return {"max_threads": limit, "required_threads": required}
 
 
 def _var_bytes(v: ir.VarDecl) -> int:
@@ -164,7 +188,9 @@ class KernelAnalysis:
 
     ``occupancy`` is at ptxas's register count when the module was compiled and at the
     estimate otherwise; ``occupancy_estimate`` is always at the estimate; ``cliffs`` are the
-    register cliffs around the count ``occupancy`` uses.
+    register cliffs around the count ``occupancy`` uses.  All three are None when the
+    occupancy table lacks the architecture (``occupancy_note`` says so); a block size the
+    kernel's ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
     """
 
     name: str
@@ -174,10 +200,11 @@ class KernelAnalysis:
     mix: InstructionMix
     pressure: PressureReport
     stats: Optional[KernelStats]
-    occupancy: Occupancy
-    occupancy_estimate: Occupancy
-    cliffs: RegisterCliffs
+    occupancy: Optional[Occupancy]
+    occupancy_estimate: Optional[Occupancy]
+    cliffs: Optional[RegisterCliffs]
     kernel: Optional[ir.Kernel] = attrs.field(default=None, eq=False, repr=False)
+    occupancy_note: Optional[str] = None   # why occupancy is unknown (None: it is known)
 
     @property
     def estimate(self) -> Estimate:
@@ -212,11 +239,21 @@ class KernelAnalysis:
                      "local_array_bytes": s.local_array_bytes, "shared": s.shared,
                      "barriers": s.barriers, "register_cap": s.register_cap}
         oe, c = self.occupancy_estimate, self.cliffs
-        occ = {"basis": self.occupancy_basis, **occupancy_fields(self.occupancy),
-               "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
-               "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,
-                            "occupancy": round(oe.occupancy, 6),
-                            "limiter": oe.limiting[0] if oe.limiting else None}}
+        if self.occupancy is None:
+            est = min(p.units, 255)
+            occ = {"basis": self.occupancy_basis, "registers": s.registers if s else est,
+                   "block_size": self.block_size, "shared": None, "blocks_per_sm": None,
+                   "occupancy": None, "limiter": None, "limiters": [], "active_warps": None,
+                   "max_warps": None, "launchable": None, "reason": self.occupancy_note,
+                   "to_gain": None, "next_blocks": None, "headroom": None,
+                   "estimate": {"registers": est, "blocks_per_sm": None, "occupancy": None,
+                                "limiter": None}}
+        else:
+            occ = {"basis": self.occupancy_basis, **occupancy_fields(self.occupancy),
+                   "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
+                   "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,
+                                "occupancy": round(oe.occupancy, 6),
+                                "limiter": oe.limiting[0] if oe.limiting else None}}
         return {
             "name": self.name,
             "entry": self.is_entry,
@@ -320,7 +357,7 @@ def analyze_module(module: ir.Module, arch: Union[str, int] = "sm_80", block: in
 
 def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options):
     """The body of :func:`analyze_module` (run with the collector paused)."""
-    tgt = check_arch(arch, compile=compile)
+    tgt = check_arch(arch)
     if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 1024:
         raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
     chosen = _select(module, kernel, file)
@@ -330,6 +367,7 @@ def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, op
                                options=options)
         by_name = {s.name: s for s in compiled.kernels}
     out = []
+    unknown = unknown_arch_reason(tgt)
     for k in chosen:
         mix = instruction_mix(k)
         pressure = analyze_pressure(k)
@@ -338,12 +376,16 @@ def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, op
             kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
         else:
             kw = dict(shared=static_shared_bytes(module, k))
-        est = pressure.peak.units
-        occ_est = occupancy(min(est, 255), block, tgt, **kw)
-        occ = occ_est if stats is None else occupancy(stats.registers, block, tgt, **kw)
-        cliffs = register_cliffs(occ.registers, block, tgt, **kw)
+        occ = occ_est = cliffs = None
+        if unknown is None:
+            lim = launch_limits(k, stats)
+            est = pressure.peak.units
+            occ_est = occupancy(min(est, 255), block, tgt, **kw, **lim)
+            occ = occ_est if stats is None else occupancy(stats.registers, block, tgt, **kw,
+                                                          **lim)
+            cliffs = register_cliffs(occ.registers, block, tgt, **kw, **lim)
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, block, mix, pressure, stats, occ,
-                                  occ_est, cliffs, k))
+                                  occ_est, cliffs, k, unknown))
     return ModuleAnalysis(file, tgt, block, compiled is not None,
                           compiled.backend if compiled is not None else None,
                           module.version, module.target, tuple(out))
@@ -431,14 +473,20 @@ class SweepReport:
 
 def sweep_report(text: Union[str, bytes], filename: str = "<ptx>", arch: Union[str, int] = "sm_80",
                  block: int = 256, caps: Optional[Sequence[int]] = None,
-                 kernel: Optional[str] = None, backend: str = "auto") -> SweepReport:
-    """Parse, analyse and sweep every selected kernel over ``caps`` (None: the occupancy
-    cliffs of :func:`ptxforge.sweep.default_caps`)."""
+                 kernel: Optional[str] = None, backend: str = "auto", *,
+                 only_caps: bool = False) -> SweepReport:
+    """Parse, analyse and sweep every selected kernel at the occupancy cliffs of
+    :func:`ptxforge.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps ``caps``
+    alone.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error that
+    names its functions)."""
     from .sweep import sweep
 
+    if only_caps and not caps:
+        raise PtxforgeError("sweep: only_caps needs at least one cap")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     a = analyze_ptx(text, filename, arch, block, True, kernel=kernel, backend=backend)
-    sweeps = tuple(sweep(text, k.name, a.arch, block_size=block, caps=caps, backend=backend)
-                   for k in a.kernels)
+    chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
+    sweeps = tuple(sweep(text, k.name, a.arch, block_size=block, caps=chosen, extra_caps=extra,
+                         backend=backend) for k in a.kernels)
     return SweepReport(a, sweeps)

@@ -38,6 +38,10 @@ class _InputError(PtxforgeError):
     """A file could not be read."""
 
 
+class _UsageError(PtxforgeError):
+    """Arguments that parse but cannot be used together (exit 2)."""
+
+
 # --- argument types (the library validates; argparse turns its errors into usage errors) ---
 
 def _arch(compile: bool):
@@ -130,7 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", metavar="FILE.ptx")
     common(s)
     s.add_argument("--caps", type=_caps, default=None,
-                   help="comma-separated caps, e.g. 255,128,64 (default: the occupancy cliffs)")
+                   help="comma-separated caps added to the default ones (the occupancy "
+                        "cliffs down to 24), e.g. 100,56")
+    s.add_argument("--only-caps", action="store_true",
+                   help="sweep only the --caps named, not the occupancy cliffs")
     s.add_argument("--top", default=10, type=top, help=argparse.SUPPRESS)
 
     o = sub.add_parser("occupancy", help="blocks/SM, occupancy, limiter and register cliffs",
@@ -176,6 +183,9 @@ def _compare(args) -> int:
     from .analysis import analyze_ptx
     from .variants import compare_variants
 
+    if args.file_a == "-" and args.file_b == "-":
+        raise _UsageError("compare: only one of A and B can be '-' (standard input can be "
+                          "read once)")
     sides = []
     for path in (args.file_a, args.file_b):
         data, name = _read(path)
@@ -189,8 +199,11 @@ def _compare(args) -> int:
 def _sweep(args) -> int:
     from .analysis import sweep_report
 
+    if args.only_caps and not args.caps:
+        raise _UsageError("sweep: --only-caps needs --caps")
     data, name = _read(args.file)
-    res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel)
+    res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel,
+                       only_caps=args.only_caps)
     _emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
     return EXIT_OK
 
@@ -221,6 +234,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return _COMMANDS[args.command](args)
+    except _UsageError as exc:  # argparse's format: the command's usage, then the message
+        sub = parser._subparsers._group_actions[0].choices[args.command]
+        sys.stderr.write(sub.format_usage() + f"{sub.prog}: error: {exc}\n")
+        return EXIT_USAGE
     except PtxforgeError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_FAILURE

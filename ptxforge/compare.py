@@ -31,9 +31,9 @@ from typing import Optional
 
 import attrs
 
-from .compile import KernelStats
+from .compile import Compiled, KernelStats
 from .errors import PtxforgeError
-from .occupancy import Occupancy, occupancy
+from .occupancy import Occupancy, occupancy, unknown_arch_reason
 
 __all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "register_floor_features"]
 
@@ -97,8 +97,8 @@ class Comparison:
     block_size: int
     estimate: Estimate
     stats: KernelStats
-    occupancy_estimate: Occupancy
-    occupancy_ptxas: Occupancy
+    occupancy_estimate: Optional[Occupancy]   # None: the occupancy table lacks the target
+    occupancy_ptxas: Optional[Occupancy]
     features: tuple = ()  # "warp-sync" and/or "call", from the kernel when it was given
 
     @property
@@ -146,7 +146,8 @@ class Comparison:
         if self.estimate.predicates > 7:
             out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
                        "registers: the excess costs general registers.")
-        if self.occupancy_estimate.active_blocks != self.occupancy_ptxas.active_blocks:
+        oe, op = self.occupancy_estimate, self.occupancy_ptxas
+        if oe is not None and op is not None and oe.active_blocks != op.active_blocks:
             out.append(f"The gap changes occupancy: {self.occupancy_estimate.active_blocks} blocks/SM "
                        f"at the estimate, {self.occupancy_ptxas.active_blocks} at ptxas's count.")
         return tuple(out)
@@ -162,8 +163,8 @@ class Comparison:
                       "register_cap": self.stats.register_cap, "backend": self.stats.backend},
             "difference": self.difference,
             "ratio": None if self.ratio is None else round(self.ratio, 6),
-            "occupancy": {"estimate": self.occupancy_estimate.to_dict(),
-                          "ptxas": self.occupancy_ptxas.to_dict()},
+            "occupancy": {"estimate": _occ_dict(self.occupancy_estimate),
+                          "ptxas": _occ_dict(self.occupancy_ptxas)},
             "notes": list(self.notes()),
         }
 
@@ -174,14 +175,19 @@ class Comparison:
         oe, op = self.occupancy_estimate, self.occupancy_ptxas
         ratio = "n/a" if self.ratio is None else f"{self.ratio:.2f}x"
         s = self.stats
+
+        def occ(o, limiter: bool = False) -> str:
+            if o is None:
+                return "occupancy n/a"
+            return (f"{o.active_blocks} blocks/SM, {o.occupancy * 100:.1f}% occupancy"
+                    + (f" (limited by {', '.join(o.limiting)})" if limiter else ""))
         lines = [
             f"{self.kernel} on {self.target} ({s.backend}), {self.block_size} threads/block",
             f"  estimate : {self.estimate.registers:4d} registers, {self.estimate.predicates} predicates"
-            f"  -> {oe.active_blocks} blocks/SM, {oe.occupancy * 100:.1f}% occupancy",
+            f"  -> {occ(oe)}",
             f"  ptxas    : {s.registers:4d} registers"
             + (f" (cap {s.register_cap})" if s.register_cap else "")
-            + f"  -> {op.active_blocks} blocks/SM, {op.occupancy * 100:.1f}% occupancy"
-            f" (limited by {', '.join(op.limiting)})",
+            + f"  -> {occ(op, True)}",
             f"  gap      : {self.difference:+d} registers ({ratio})",
             f"  spills   : {s.spill_stores} B stored, {s.spill_loads} B loaded; stack frame "
             f"{s.stack_frame} B ({s.local_array_bytes} B local arrays)",
@@ -189,6 +195,17 @@ class Comparison:
         ]
         lines += [f"    - {n}" for n in self.notes()]
         return "\n".join(lines)
+
+
+def _occ_dict(o: Optional[Occupancy]) -> Optional[dict]:
+    """An occupancy as a dict with the library's keys and the CLI's (``blocks_per_sm``,
+    ``limiter``) side by side; None when unknown."""
+    if o is None:
+        return None
+    d = o.to_dict()
+    d["blocks_per_sm"] = d["active_blocks"]
+    d["limiter"] = d["limiting"][0] if d["limiting"] else None
+    return d
 
 
 def register_floor_features(kernel) -> tuple:
@@ -210,11 +227,22 @@ def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Opti
     ``kernel`` (the :class:`~ptxforge.ir.Kernel`) is optional; given, the notes also explain
     the register floors some instructions set (calls, warp-synchronous instructions).
     """
+    if isinstance(stats, Compiled):
+        raise PtxforgeError(f"compare: expected one kernel's KernelStats, got a Compiled with "
+                            f"kernels {[k.name for k in stats.kernels]}; pick one with "
+                            f"compiled[name], e.g. compiled[{stats.kernels[0].name!r}]"
+                            if stats.kernels else
+                            "compare: expected one kernel's KernelStats, got a Compiled with "
+                            "no kernels")
+    if not isinstance(stats, KernelStats):
+        raise PtxforgeError(f"compare: expected a KernelStats (compiled[name]), got "
+                            f"{type(stats).__name__}")
     est = Estimate.of(estimate)
     tgt = target or stats.target
     kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
-              barriers=max(stats.barriers or 1, 1))
+              barriers=max(stats.barriers or 1, 1), max_threads=stats.max_threads_per_block)
+    known = unknown_arch_reason(tgt) is None
     return Comparison(stats.name, tgt, block_size, est, stats,
-                      occupancy(min(est.registers, 255), block_size, tgt, **kw),
-                      occupancy(stats.registers, block_size, tgt, **kw),
+                      occupancy(min(est.registers, 255), block_size, tgt, **kw) if known else None,
+                      occupancy(stats.registers, block_size, tgt, **kw) if known else None,
                       register_floor_features(kernel) if kernel is not None else ())

@@ -381,6 +381,10 @@ def _stats(raw: RawResult, entries: tuple, options: CompileOptions) -> tuple:
         barriers = f.barriers if f and f.barriers is not None else (
             (ck.barriers or 0) if ck is not None else None)
         max_threads = attrs_.get("max_threads_per_block")
+        if max_threads is None and ck is not None and (ck.max_threads or ck.reqntid):
+            max_threads = 1  # ptxas's own record in the cubin (EIATTR_MAX_THREADS / REQNTID)
+            for d in (ck.reqntid or ck.max_threads):
+                max_threads *= d
         if max_threads is None and (e.maxntid or e.reqntid):
             max_threads = 1
             for d in (e.reqntid or e.maxntid):

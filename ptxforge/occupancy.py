@@ -31,8 +31,8 @@ import attrs
 
 from .errors import PtxforgeError
 
-__all__ = ["ArchProps", "ARCHS", "arch_props", "Occupancy", "RegisterCliffs", "occupancy",
-           "register_cliffs", "occupancy_table"]
+__all__ = ["ArchProps", "ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
+           "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table"]
 
 INT_MAX = 2**31 - 1
 KB = 1024
@@ -129,6 +129,23 @@ def arch_props(arch: Union[str, int, ArchProps]) -> ArchProps:
     return ARCHS[key]
 
 
+def unknown_arch_reason(arch) -> Optional[str]:
+    """None when the table covers ``arch``; else why its occupancy cannot be computed.
+
+    Example::
+
+        >>> unknown_arch_reason("sm_80") is None
+        True
+    """
+    try:
+        arch_props(arch)
+    except PtxforgeError:
+        return (f"no occupancy table for {arch}: its per-SM limits (threads, registers, shared "
+                "memory) are not in ptxforge's table, which covers "
+                f"{', '.join('sm_' + k.replace('.', '') for k in ARCHS)}")
+    return None
+
+
 def _ceil_div(x: int, y: int) -> int:
     return -(-x // y)
 
@@ -153,13 +170,20 @@ class Occupancy:
     limits: dict = attrs.field(eq=False)
     allocated_registers_per_block: int = 0
     allocated_shared_per_block: int = 0
+    reason: Optional[str] = None    # why no block can launch (None: launchable)
+
+    @property
+    def launchable(self) -> bool:
+        """Whether one block of this shape can be resident on an SM at all."""
+        return self.active_blocks > 0
 
     def to_dict(self) -> dict:
         return {"arch": self.arch, "registers": self.registers, "block_size": self.block_size,
                 "shared_per_block": self.shared_per_block, "active_blocks": self.active_blocks,
                 "active_warps": self.active_warps, "max_warps": self.max_warps,
                 "occupancy": round(self.occupancy, 6), "limiting": list(self.limiting),
-                "limits": {k: (None if v == INT_MAX else v) for k, v in sorted(self.limits.items())}}
+                "limits": {k: (None if v == INT_MAX else v) for k, v in sorted(self.limits.items())},
+                "launchable": self.launchable, "reason": self.reason}
 
 
 def _smem_carveout(p: ArchProps, size: int) -> Optional[int]:
@@ -228,14 +252,57 @@ def _limits(p: ArchProps, regs: int, block: int, static_smem: int, dyn_smem: int
     return active, tuple(limiting), limits, regs_block, smem_alloc
 
 
+def _max_regs_for_block(p: ArchProps, block: int) -> int:
+    """The most registers per thread with which one block of ``block`` threads fits."""
+    warps = _ceil_div(block, p.warp_size)
+    for r in range(p.max_regs_per_thread, -1, -1):
+        per_warp = _round_up(r * p.warp_size, p.reg_alloc_unit)
+        if per_warp * _round_up(warps, p.sub_partitions) <= p.regs_per_block:
+            return r
+    return 0
+
+
+def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, barriers: int,
+             limits: dict, smem_alloc: int) -> str:
+    """Which resources keep even one block off the SM, with the limit and the ask."""
+    why = []
+    if block > p.max_threads_per_block:
+        why.append(f"block size: {block} threads exceed the {p.max_threads_per_block} a block "
+                   f"may have on {p.cc}")
+    elif limits["registers"] == 0:
+        per_warp = _round_up(registers * p.warp_size, p.reg_alloc_unit)
+        warps = _round_up(_ceil_div(block, p.warp_size), p.sub_partitions)
+        why.append(f"registers: {registers} registers/thread x {block} threads need "
+                   f"{per_warp * warps} registers ({per_warp} per warp x {warps} warps), more "
+                   f"than the {p.regs_per_block} one block may use on {p.cc} (at most "
+                   f"{_max_regs_for_block(p, block)} registers/thread at this block size)")
+    if limits["shared_memory"] == 0:
+        reserved = (f" + {p.reserved_shared_per_block} reserved by the driver"
+                    if p.reserved_shared_per_block else "")
+        why.append(f"shared memory: {shared + dyn} bytes per block{reserved} = {smem_alloc} "
+                   f"bytes, more than the {p.shared_per_block_optin + p.reserved_shared_per_block}"
+                   f" a block may have on {p.cc} (opt-in maximum {p.shared_per_block_optin} "
+                   "bytes)")
+    if limits.get("barriers", INT_MAX) == 0:
+        why.append(f"barriers: {barriers} barriers per block exceed the "
+                   f"{p.max_blocks_per_sm * p.barrier_factor} an SM has on {p.cc}")
+    return "; ".join(why) or "no block fits"
+
+
 def occupancy(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm_80", *,
               shared: int = 0, dynamic_shared: int = 0, barriers: int = 1,
-              carveout: Optional[int] = None, max_dynamic_shared: Optional[int] = None) -> Occupancy:
+              carveout: Optional[int] = None, max_dynamic_shared: Optional[int] = None,
+              max_threads: Optional[int] = None, required_threads: Optional[int] = None
+              ) -> Occupancy:
     """Active blocks per SM and occupancy for ``registers`` per thread at ``block_size``.
 
     ``shared`` is the kernel's static shared memory, ``dynamic_shared`` the launch's dynamic
     shared memory, ``barriers`` the barriers per block (counts on 9.0+), ``carveout`` the
     preferred shared-memory carveout in percent (None: the driver default, the maximum).
+    ``max_threads`` is the kernel's own block-size limit (``.maxntid`` or what ptxas/the
+    driver report) and ``required_threads`` the block size ``.reqntid`` demands: a block
+    size they forbid cannot launch (0 blocks, limiter ``block_size`` or ``reqntid``).
+    When no block can launch, ``reason`` says which resource, its limit and the ask.
 
     Example::
 
@@ -254,10 +321,24 @@ def occupancy(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm
         raise PtxforgeError(f"occupancy: carveout is a percentage 0..100 or None, got {carveout}")
     active, limiting, limits, regs_block, smem_alloc = _limits(
         p, registers, block_size, shared, dynamic_shared, barriers, carveout, max_dynamic_shared)
+    reason = None
+    if required_threads is not None and block_size != required_threads:
+        limits["block_size"] = 0
+        active, limiting = 0, ("reqntid",)
+        reason = (f"reqntid: the kernel requires exactly {required_threads} threads per block "
+                  f"(.reqntid); a block of {block_size} cannot launch")
+    elif max_threads is not None and block_size > max_threads:
+        limits["block_size"] = 0
+        active, limiting = 0, ("block_size",)
+        reason = (f"block size: the kernel allows at most {max_threads} threads per block "
+                  f"(.maxntid/.reqntid or ptxas); a block of {block_size} cannot launch")
+    elif active == 0:
+        reason = _why_not(p, registers, block_size, shared, dynamic_shared, barriers, limits,
+                          smem_alloc)
     warps = active * _ceil_div(block_size, p.warp_size)
     return Occupancy(f"sm_{p.major}{p.minor}", registers, block_size, shared + dynamic_shared,
                      active, warps, p.max_warps_per_sm, warps / p.max_warps_per_sm, limiting,
-                     limits, regs_block, smem_alloc)
+                     limits, regs_block, smem_alloc, reason)
 
 
 @attrs.frozen(slots=True)

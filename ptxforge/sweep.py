@@ -2,7 +2,9 @@
 registers, spills, stack and occupancy per cap.
 
 The default caps are the occupancy cliffs for the chosen block size (the largest register
-count of each blocks-per-SM plateau) down to 24: the caps where a user gains a block.
+count of each blocks-per-SM plateau) down to 24: the caps where a user gains a block.  For a
+target the occupancy table lacks, the defaults are :data:`GENERIC_CAPS` and the occupancy
+columns are None ("n/a").
 
 Example::
 
@@ -13,15 +15,19 @@ Example::
 from __future__ import annotations
 
 import json
+import re
 from typing import Optional
 
 import attrs
 
 from .compile import CompileOptions, compile_many, normalize_target, ptx_entries, _source
 from .errors import PtxforgeError
-from .occupancy import occupancy, register_cliffs
+from .occupancy import occupancy, register_cliffs, unknown_arch_reason
 
-__all__ = ["SweepRow", "Sweep", "default_caps", "sweep"]
+__all__ = ["SweepRow", "Sweep", "GENERIC_CAPS", "default_caps", "sweep"]
+
+#: Default caps for a target without an occupancy table (no cliffs to compute).
+GENERIC_CAPS = (255, 128, 96, 64, 48, 40, 32, 24)
 
 
 @attrs.frozen(slots=True)
@@ -33,15 +39,17 @@ class SweepRow:
     spill_stores: int
     spill_loads: int
     stack_frame: int
-    blocks_per_sm: int
-    occupancy: float
+    blocks_per_sm: Optional[int]        # None: no occupancy table for the target
+    occupancy: Optional[float]
     limiting: tuple
+    reason: Optional[str] = None        # why no block launches (or why occupancy is unknown)
 
     def to_dict(self) -> dict:
         return {"cap": self.cap, "registers": self.registers, "spill_stores": self.spill_stores,
                 "spill_loads": self.spill_loads, "stack_frame": self.stack_frame,
-                "blocks_per_sm": self.blocks_per_sm, "occupancy": round(self.occupancy, 6),
-                "limiting": list(self.limiting)}
+                "blocks_per_sm": self.blocks_per_sm,
+                "occupancy": None if self.occupancy is None else round(self.occupancy, 6),
+                "limiting": list(self.limiting), "reason": self.reason}
 
 
 @attrs.frozen(slots=True)
@@ -66,16 +74,25 @@ class Sweep:
                 f" ({self.backend})")
         cols = ("cap", "regs", "spill st", "spill ld", "stack", "blocks/SM", "occupancy", "limited by")
         lines = [head, "  ".join(f"{c:>9}" for c in cols)]
+        reasons = []
         for r in self.rows:
+            na = r.blocks_per_sm is None
             cells = ("none" if r.cap is None else str(r.cap), str(r.registers), str(r.spill_stores),
-                     str(r.spill_loads), str(r.stack_frame), str(r.blocks_per_sm),
-                     f"{r.occupancy * 100:.1f}%", ",".join(r.limiting))
+                     str(r.spill_loads), str(r.stack_frame), "n/a" if na else str(r.blocks_per_sm),
+                     "n/a" if na else f"{r.occupancy * 100:.1f}%", ",".join(r.limiting) or "-")
             lines.append("  ".join(f"{c:>9}" for c in cells))
+            if r.reason and r.reason not in reasons:
+                reasons.append(r.reason)
+        lines += [("occupancy n/a: " if self.rows[0].blocks_per_sm is None
+                   else "cannot launch: ") + why for why in reasons]
         return "\n".join(lines)
 
 
 def default_caps(target: str, block_size: int, *, floor: int = 24, **occ_kwargs) -> tuple:
-    """The register counts at the occupancy cliffs for ``block_size``, down to ``floor``."""
+    """The register counts at the occupancy cliffs for ``block_size``, down to ``floor``
+    (:data:`GENERIC_CAPS` for a target without an occupancy table)."""
+    if unknown_arch_reason(target) is not None:
+        return tuple(c for c in GENERIC_CAPS if c >= floor)
     cliffs = register_cliffs(255, block_size, target, **occ_kwargs)
     caps = {c for c in cliffs.caps if floor <= c <= 255}
     caps.add(floor)
@@ -92,13 +109,22 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
     """
     ptx = _source(ptx_or_module)
     tgt = normalize_target(target)
-    names = [e.name for e in ptx_entries(ptx)]
+    entries = {e.name: e for e in ptx_entries(ptx)}
+    names = list(entries)
+    if kernel is None and len(names) != 1:
+        raise PtxforgeError(f"sweep: the PTX has kernels {', '.join(names) or 'none'}; "
+                            "name the one to sweep")
     if kernel is None:
-        if len(names) != 1:
-            raise PtxforgeError(f"sweep: the PTX has kernels {names}; name the one to sweep")
         kernel = names[0]
-    elif kernel not in names:
-        raise PtxforgeError(f"sweep: no kernel {kernel!r} in the PTX; it has {names}")
+    if kernel not in entries:
+        funcs = _functions(ptx)
+        what = ("is a .func, not an .entry kernel" if kernel in funcs
+                else "is not a kernel of the PTX")
+        if not names:
+            raise PtxforgeError(f"sweep: {kernel!r} {what}: the PTX has no .entry kernels, "
+                                f"only functions ({', '.join(funcs) or 'none'}); ptxas reports "
+                                "registers per kernel, so only .entry kernels can be swept")
+        raise PtxforgeError(f"sweep: {kernel!r} {what}; the kernels are: {', '.join(names)}")
     chosen = set(default_caps(tgt, block_size) if caps is None else caps) | set(extra_caps)
     for c in chosen:
         if not isinstance(c, int) or not 16 <= c <= 255:
@@ -108,10 +134,30 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
     jobs = [(ptx, tgt, backend, attrs.evolve(base, max_registers=c)) for c in cap_list]
     results = compile_many(jobs, max_workers=max_workers)
     rows = []
+    unknown = unknown_arch_reason(tgt)
+    req = entries[kernel].reqntid
+    required = None
+    if req:
+        required = 1
+        for d in req:
+            required *= d
     for cap, res in zip(cap_list, results):
         k = res[kernel]
+        if unknown is not None:
+            rows.append(SweepRow(cap, k.registers, k.spill_stores, k.spill_loads, k.stack_frame,
+                                 None, None, (), unknown))
+            continue
         occ = occupancy(k.registers, block_size, tgt, shared=k.shared,
-                        dynamic_shared=dynamic_shared, barriers=max(k.barriers or 1, 1))
+                        dynamic_shared=dynamic_shared, barriers=max(k.barriers or 1, 1),
+                        max_threads=k.max_threads_per_block, required_threads=required)
         rows.append(SweepRow(cap, k.registers, k.spill_stores, k.spill_loads, k.stack_frame,
-                             occ.active_blocks, occ.occupancy, occ.limiting))
+                             occ.active_blocks, occ.occupancy, occ.limiting, occ.reason))
     return Sweep(kernel, tgt, block_size, results[0].backend, tuple(rows))
+
+
+_FUNC = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$%]*)")
+
+
+def _functions(ptx: str) -> list:
+    """Names of the ``.func`` functions declared in PTX text, in order, once each."""
+    return list(dict.fromkeys(_FUNC.findall(re.sub(r"//[^\n]*", "", ptx))))

@@ -171,6 +171,14 @@ class VariantComparison:
         return "\n".join(lines) + "\n"
 
 
+def _occ(k: KernelAnalysis, attr: str):
+    """An occupancy figure of ``k``; None when its occupancy is unknown (no table)."""
+    if k.occupancy is None:
+        return None
+    v = getattr(k.occupancy, attr)
+    return round(v, 6) if isinstance(v, float) else v
+
+
 def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
     """The comparison rows of one kernel pair."""
     sa, sb = a.stats, b.stats
@@ -186,9 +194,9 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
         DeltaRow("ptxas", "spill loads (bytes)", stat(sa, "spill_loads"), stat(sb, "spill_loads")),
         DeltaRow("ptxas", "stack frame (bytes)", stat(sa, "stack_frame"), stat(sb, "stack_frame")),
         DeltaRow("occupancy", "blocks/SM" + ("" if compiled else " (estimate)"),
-                 a.occupancy.active_blocks, b.occupancy.active_blocks),
+                 _occ(a, "active_blocks"), _occ(b, "active_blocks")),
         DeltaRow("occupancy", "occupancy" + ("" if compiled else " (estimate)"),
-                 round(a.occupancy.occupancy, 6), round(b.occupancy.occupancy, 6), percent=True),
+                 _occ(a, "occupancy"), _occ(b, "occupancy"), percent=True),
         DeltaRow("estimate", "registers (estimate)", a.pressure.peak.units,
                  b.pressure.peak.units),
         DeltaRow("estimate", "predicates (estimate)", a.pressure.pred_peak.units,

@@ -288,9 +288,18 @@ def test_compare_without_common_kernels_fails(capsys, files):
     assert code == 1 and "no kernel names in common" in err
 
 
+def test_sweep_caps_add_to_the_cliffs(capsys, files):
+    doc = run_json(capsys, "sweep", files["pressure"], "--kernel", "live_window",
+                   "--caps", "100")
+    caps = [r["cap"] for r in doc["kernels"][0]["sweep"]["rows"]]
+    assert caps == [None, 255, 128, 100, 80, 64, 48, 40, 32, 24]
+    code, out, err = run(capsys, "sweep", files["pressure"], "--only-caps")
+    assert code == 2 and "--only-caps needs --caps" in err and "usage:" in err
+
+
 def test_sweep_two_caps(capsys, files):
     doc = run_json(capsys, "sweep", files["pressure"], "--kernel", "live_window",
-                   "--caps", "128,32")
+                   "--caps", "128,32", "--only-caps")
     (k,) = doc["kernels"]
     assert KERNEL_KEYS <= set(k) and k["name"] == "live_window"
     rows = k["sweep"]["rows"]
@@ -302,7 +311,7 @@ def test_sweep_two_caps(capsys, files):
         assert r["blocks_per_sm"] == occupancy(r["registers"], 256, "sm_80").active_blocks
 
     code, out, err = run(capsys, "sweep", files["pressure"], "--kernel", "live_window",
-                         "--caps", "128,32")
+                         "--caps", "128,32", "--only-caps")
     assert code == 0, err
     assert "register-cap sweep: live_window on sm_80" in out
     assert [line.split()[0] for line in out.splitlines()[2:5]] == ["none", "128", "32"]
@@ -368,11 +377,15 @@ def test_analyze_every_corpus_variant(capsys, tmp_path):
         path.write_text(ptx)
         doc = run_json(capsys, "analyze", path, "--arch", arch)
         assert [k["name"] for k in doc["kernels"]] == [e.name for e in ptx_entries(ptx)], path
+        bounds = {e.name: e.maxntid or e.reqntid for e in ptx_entries(ptx)}
         for k in doc["kernels"]:
             assert k["ptxas"]["registers"] > 0 and k["estimate"]["registers"] >= 0
+            limit = bounds[k["name"]][0] if bounds[k["name"]] else None
             occ = occupancy(k["ptxas"]["registers"], 256, arch, shared=k["ptxas"]["shared"],
-                            barriers=max(k["ptxas"]["barriers"] or 1, 1))
+                            barriers=max(k["ptxas"]["barriers"] or 1, 1), max_threads=limit)
             assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
+            # sgemm_8x8 is __launch_bounds__(64): not launchable at 256 threads
+            assert k["occupancy"]["launchable"] is (limit is None or limit >= 256)
         code, out, err = run(capsys, "analyze", path, "--arch", arch, "--no-compile")
         assert code == 0 and err == "" and out.count("\n== ") == len(doc["kernels"])
 
@@ -392,3 +405,81 @@ def test_analyze_explains_the_gap_with_the_kernels_own_notes(capsys, tmp_path):
     assert "why ptxas differs from the estimate" in text and "warp-synchronous" in text
     assert main(["analyze", str(path), "--no-compile", "--json"]) == 0
     assert all(k["notes"] == [] for k in json.loads(capsys.readouterr().out)["kernels"])
+
+
+# --- launch limits, targets without an occupancy table, stdin twice ------------------------
+
+REQNTID_128 = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p) .reqntid 128, 1, 1
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p];
+    ld.global.u64 %rd2, [%rd1];
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("compile_flag", [[], ["--no-compile"]])
+def test_reqntid_kernel_at_another_block_size_cannot_launch(capsys, tmp_path, compile_flag):
+    path = tmp_path / "req.ptx"
+    path.write_text(REQNTID_128)
+    doc = run_json(capsys, "analyze", path, "--block", "1024", *compile_flag)
+    occ = doc["kernels"][0]["occupancy"]
+    assert occ["blocks_per_sm"] == 0 and occ["occupancy"] == 0
+    assert occ["limiter"] == "reqntid" and occ["launchable"] is False
+    assert "exactly 128 threads" in occ["reason"]
+    code, out, err = run(capsys, "analyze", path, "--block", "1024", *compile_flag)
+    assert code == 0, err
+    assert "cannot launch at 1024 threads/block: reqntid: the kernel requires exactly 128" in out
+    doc = run_json(capsys, "analyze", path, "--block", "128", *compile_flag)
+    assert doc["kernels"][0]["occupancy"]["launchable"] is True
+
+
+@pytest.mark.parametrize("argv, resource, words", [
+    (["--regs", "32", "--block", "256", "--smem", "300000"], "shared_memory",
+     ["300000 bytes", "167936"]),
+    (["--regs", "255", "--block", "1024"], "registers", ["262144 registers", "65536"]),
+])
+def test_occupancy_that_cannot_launch_says_why(capsys, argv, resource, words):
+    code, out, err = run(capsys, "occupancy", "--arch", "sm_80", *argv)
+    assert code == 0, err
+    assert "blocks/SM   0" in out and f"cannot launch: {resource.replace('_', ' ')}" in out
+    for w in words:
+        assert w in out
+    doc = run_json(capsys, "occupancy", "--arch", "sm_80", *argv)
+    assert doc["blocks_per_sm"] == 0 and doc["limiter"] == resource
+    assert doc["launchable"] is False and words[0] in doc["reason"]
+
+
+@pytest.mark.parametrize("arch", ["sm_88", "sm_101", "sm_110"])
+def test_targets_without_an_occupancy_table_are_analysed_with_occupancy_na(capsys, files, arch):
+    doc = run_json(capsys, "analyze", files["weno"], "--arch", arch, "--no-compile")
+    (k,) = doc["kernels"]
+    assert doc["arch"] == arch and k["estimate"]["registers"] > 0
+    occ = k["occupancy"]
+    assert occ["blocks_per_sm"] is None and occ["occupancy"] is None and occ["limiter"] is None
+    assert f"no occupancy table for {arch}" in occ["reason"]
+    code, out, err = run(capsys, "analyze", files["weno"], "--arch", arch, "--no-compile")
+    assert code == 0 and "occupancy n/a: no occupancy table" in out
+
+
+def test_sm_110_still_compiles(capsys, files):
+    from ptxforge.compile import get_backend
+
+    if not get_backend("nvjitlink").supports("sm_110"):
+        pytest.skip("this nvJitLink does not target sm_110")
+    doc = run_json(capsys, "analyze", files["weno"], "--arch", "sm_110")
+    (k,) = doc["kernels"]
+    assert k["ptxas"]["registers"] > 0 and k["occupancy"]["blocks_per_sm"] is None
+
+
+def test_compare_stdin_twice_is_a_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "ptxforge", "compare", "-", "-"],
+                          input=REQNTID_128, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "standard input can be read once" in proc.stderr and "usage:" in proc.stderr

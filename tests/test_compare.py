@@ -113,3 +113,28 @@ def test_floor_replaces_the_scheduling_note():
     assert c.ratio >= 1.5
     assert not any("schedules loads early" in n for n in c.notes())
     assert len(c.notes(general=False)) < len(c.notes())
+
+
+def test_compare_speaks_the_cli_vocabulary_too():
+    k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
+    d = compare(Estimate(registers=69), k, block_size=256).to_dict()["occupancy"]["ptxas"]
+    assert d["blocks_per_sm"] == d["active_blocks"] == 3
+    assert d["limiter"] == d["limiting"][0] == "registers"
+    assert d["launchable"] is True and d["reason"] is None
+
+
+def test_compare_given_a_whole_compiled_module_says_to_pick_a_kernel():
+    c = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")
+    with pytest.raises(PtxforgeError, match=r"pick one with compiled\[name\], "
+                                            r"e.g. compiled\['pressure'\]"):
+        compare(Estimate(registers=69), c)
+    with pytest.raises(PtxforgeError, match="expected a KernelStats"):
+        compare(Estimate(registers=69), {"registers": 72})
+
+
+def test_compare_on_a_target_without_occupancy_table():
+    k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
+    c = compare(Estimate(registers=69), k, target="sm_110")
+    assert c.occupancy_ptxas is None and c.to_dict()["occupancy"] == {"estimate": None,
+                                                                      "ptxas": None}
+    assert "occupancy n/a" in c.to_text()

@@ -79,5 +79,34 @@ def test_errors_name_what_was_expected():
 def test_to_dict_stable_keys():
     d = occupancy(64, 128, "sm_90a").to_dict()
     assert list(d) == ["arch", "registers", "block_size", "shared_per_block", "active_blocks",
-                       "active_warps", "max_warps", "occupancy", "limiting", "limits"]
+                       "active_warps", "max_warps", "occupancy", "limiting", "limits",
+                       "launchable", "reason"]
     assert d["arch"] == "sm_90" and d["active_blocks"] == 8
+    assert d["launchable"] is True and d["reason"] is None
+
+
+@pytest.mark.parametrize("kwargs, limiter, words", [
+    (dict(registers=32, block_size=256, shared=300000), "shared_memory",
+     ["shared memory", "300000 bytes", "301056", "167936"]),
+    (dict(registers=255, block_size=1024), "registers",
+     ["registers", "262144 registers", "65536", "at most 64 registers/thread"]),
+    (dict(registers=32, block_size=1024, required_threads=128), "reqntid",
+     ["exactly 128 threads", "a block of 1024"]),
+    (dict(registers=32, block_size=512, max_threads=256), "block_size",
+     ["at most 256 threads", "a block of 512"]),
+])
+def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
+    o = occupancy(arch="sm_80", **kwargs)
+    assert o.active_blocks == 0 and o.occupancy == 0 and not o.launchable
+    assert o.limiting[0] == limiter
+    for w in words:
+        assert w in o.reason, (w, o.reason)
+    # the kernel's own limits only bind when they forbid the block size
+    assert occupancy(32, 128, "sm_80", required_threads=128, max_threads=128).active_blocks == 16
+
+
+def test_unknown_arch_reason():
+    from ptxforge.occupancy import unknown_arch_reason
+
+    assert unknown_arch_reason("sm_90a") is None
+    assert "no occupancy table for sm_110" in unknown_arch_reason("sm_110")
