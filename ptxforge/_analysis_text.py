@@ -26,11 +26,13 @@ KEY_ROWS = (
     ("call", ("call",)),
 )
 
-#: selp operand-kind rows: (label, attribute), mutually exclusive, summing to the total.
+#: selp operand-kind rows: (label, attribute of ``SelpBreakdown``), the same counts as the
+#: JSON's ``mix.selp``.  The unindented rows are exclusive and sum to the total; the indented
+#: one is the part of "literal and register" whose literal is 0.
 SELP_ROWS = (
     ("two literals", "literal_pair"),
-    ("literal and register", "literal_other"),
-    ("zero-clip (literal 0)", "zero_clip"),
+    ("literal and register (incl. zero-clip)", "literal_register"),
+    ("  of which zero-clip (literal 0)", "zero_clip"),
     ("two registers", "register_pair"),
 )
 
@@ -69,16 +71,12 @@ def change(a: Optional[float], b: Optional[float]) -> str:
 
 
 def selp_value(selp, attr: str) -> int:
-    """A selp category count; ``literal_other`` is literal/register without the zero-clips."""
-    if attr == "literal_other":
-        return selp.literal_register - selp.zero_clip
+    """A selp category count (the field of the same name in the JSON)."""
     return getattr(selp, attr)
 
 
 def selp_type_value(counts: dict, attr: str) -> int:
     """The same for one entry of ``SelpBreakdown.by_type``."""
-    if attr == "literal_other":
-        return counts["literal_register"] - counts["zero_clip"]
     return counts[attr]
 
 

@@ -210,7 +210,7 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
     rows += [DeltaRow("mix", label, key_count(a.mix, pre), key_count(b.mix, pre))
              for label, pre in KEY_ROWS]
     if a.mix.selp.total or b.mix.selp.total:
-        rows += [DeltaRow("selp", f"selp: {label}", selp_value(a.mix.selp, attr),
+        rows += [DeltaRow("selp", f"selp: {label.strip()}", selp_value(a.mix.selp, attr),
                           selp_value(b.mix.selp, attr)) for label, attr in SELP_ROWS]
     return tuple(rows)
 

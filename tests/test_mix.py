@@ -126,3 +126,20 @@ def test_corpus_weno_selp_matches_an_independent_text_count():
     mix = instruction_mix(parse(ptx).kernel("weno5_reconstruct"))
     assert mix.by_opcode["fma.rn.f64"] == len(re.findall(r"^\s*fma\.rn\.f64\s", ptx, re.M))
     assert mix.vregs["f64"] == len(set(re.findall(r"%fd\d+", ptx)))
+
+
+def test_analyze_selp_table_means_what_the_json_means():
+    # By hand (see test_snippet_selp_breakdown_by_hand): 7 selp, 2 two-literal, 4 literal and
+    # register of which 3 zero-clip, 1 two-register; f64: 1, 3 (2), 1; b32: 1, 0, 0; s32: 0, 1 (1).
+    from ptxforge.analysis import analyze_ptx
+
+    k = analyze_ptx(SNIPPET, compile=False).kernels[0]
+    text = k.to_text()
+    assert re.search(r"^  literal and register \(incl\. zero-clip\)\s+4\s+57\.1%\s+3\s+0\s+1$",
+                     text, re.M), text
+    assert re.search(r"^    of which zero-clip \(literal 0\)\s+3\s+42\.9%\s+2\s+0\s+1$", text, re.M)
+    assert re.search(r"^  two literals\s+2\s+28\.6%\s+1\s+1\s+0$", text, re.M)
+    assert re.search(r"^  two registers\s+1\s+14\.3%\s+1\s+0\s+0$", text, re.M)
+    sel = k.to_dict()["mix"]["selp"]
+    assert (sel["literal_pair"], sel["literal_register"], sel["zero_clip"],
+            sel["register_pair"]) == (2, 4, 3, 1)
