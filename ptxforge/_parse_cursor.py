@@ -56,11 +56,11 @@ class TokenCursor:
         self.opcode_kind: dict[str, tuple[int, bool]] = {}  # opcode -> (ndefs, is a branch)
         self.special_cache: dict[str, ir.SpecialReg] = {}
         # per function (declared by the structure parser, read by the operands)
-        # registers by name, whatever the name looks like (``%r1``, ``acc``): declared ones and
-        # those met so far from ``%r<N>`` ranges (names in ``from_range``)
+        # registers by name, whatever the name looks like (``%r1``, ``acc``): those declared
+        # one by one (names in ``declared``) and those met so far from ``%r<N>`` ranges
         self.regs: dict[str, ir.Register] = {}
         self.ranges: dict[str, tuple[int, PtxType]] = {}
-        self.from_range: set[str] = set()
+        self.declared: set[str] = set()
         self.plain_ranges = False  # a range without '%' (``.reg .b32 r<4>;``) is declared
         self.function_name = ""
 

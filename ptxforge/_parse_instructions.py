@@ -77,7 +77,6 @@ class InstructionParser(ScopeTracker):
             if rng is not None and int(m.group(2)) < rng[0]:
                 reg = ir.Register(name, rng[1])
                 self.regs[name] = reg
-                self.from_range.add(name)
                 return reg
         return None
 
@@ -85,9 +84,13 @@ class InstructionParser(ScopeTracker):
         reg = self.regs.get(name)
         if reg is not None:
             return reg
-        reg = self.range_register(name)
-        if reg is not None:
-            return reg
+        m = _REG_SPLIT.match(name)  # range_register, inlined: the first use of every register
+        if m is not None:
+            rng = self.ranges.get(m.group(1))
+            if rng is not None and int(m.group(2)) < rng[0]:
+                reg = ir.Register(name, rng[1])
+                self.regs[name] = reg
+                return reg
         special = self.special_cache.get(name)
         if special is not None:
             return special

@@ -60,9 +60,9 @@ class ScopeTracker(TokenCursor):
 
     def forget_range_registers(self) -> None:
         """Drop registers cached from ``%r<N>`` ranges (after the ranges in scope changed)."""
-        for name in self.from_range:
-            self.regs.pop(name, None)
-        self.from_range = set()
+        declared = self.declared
+        for name in [n for n in self.regs if n not in declared]:
+            del self.regs[name]
 
     # -- labels --------------------------------------------------------------------------------
     def label_defined(self, name: str, index: int) -> None:

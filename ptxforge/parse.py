@@ -304,7 +304,7 @@ class _Parser(LineInfoParser, InstructionParser):
                 if nested:
                     self.shadow(self.regs, name)
                 self.regs[name] = ir.Register(name, ptype)
-                self.from_range.discard(name)
+                self.declared.add(name)
             if nested:
                 shown = name if count is None else f"{name}<{count}>"
                 out.append(ir.VarDecl(space="reg", type=ptype, name=shown))
@@ -429,7 +429,7 @@ class _Parser(LineInfoParser, InstructionParser):
         self.i += 1
         self.regs = {}
         self.ranges = {}
-        self.from_range = set()
+        self.declared = set()
         self.plain_ranges = False
         self.scopes_begin()
         stmts: list = []
