@@ -16,7 +16,8 @@ parts, explained in every report:
   warp-synchronous instruction (shfl.sync, vote.sync, bar.warp.sync, redux.sync, match.sync)
   gets at least 24 registers on sm_75 to sm_89 (a one-shfl kernel: 24 instead of 8; not on
   sm_90+, not with the CUDA 12.9 ptxas), and a kernel that calls a function gets at least 24
-  on every target (the call ABI).  Pass the kernel to :func:`compare` to have this noted.
+  on every target (the call ABI) — its count is the maximum over its call graph, while the
+  estimate covers the kernel's own body.  Pass the kernel to :func:`compare` to have this noted.
 
 Example::
 
@@ -111,11 +112,12 @@ class Comparison:
 
     def _floor_note(self) -> str:
         """The note for a register floor that explains the gap, or ""."""
+        if "call" in self.features and self.stats.registers > self.estimate.registers:
+            return ("The kernel calls functions: its register count is the maximum over its "
+                    "call graph (at least 24 on every target, for the call ABI), while the "
+                    "estimate covers this kernel's own body; analyse the callees too.")
         if not self.estimate.registers < _FLOOR <= self.stats.registers:
             return ""
-        if "call" in self.features:
-            return ("The kernel calls a function: ptxas gives such kernels at least 24 "
-                    "registers on every target (the call ABI), whatever the code needs.")
         if "warp-sync" in self.features and self.target.rstrip("af") in _WARP_SYNC_FLOOR_TARGETS:
             return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
                     f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "

@@ -223,6 +223,7 @@ class KernelStats:
     compile_time_ms: Optional[float] = None
     max_threads_per_block: Optional[int] = None
     cumulative_stack: Optional[int] = None
+    body_registers: Optional[int] = None  # the log's 'Used N registers' (the body alone)
 
     @property
     def spills(self) -> bool:
@@ -363,11 +364,14 @@ def _stats(raw: RawResult, entries: tuple, options: CompileOptions) -> tuple:
             f = None
         ck = cub.get(e.name) if cub else None
         attrs_ = raw.attributes.get(e.name, {})
+        # What the kernel runs with: the driver's figure, else the cubin's EIATTR_REGCOUNT
+        # (for a kernel that calls functions that is the maximum over its call graph), else
+        # the log's 'Used N registers', which covers the kernel's own body only.
         regs = attrs_.get("num_regs")
-        if regs is None and f is not None:
-            regs = f.registers
         if regs is None and ck is not None:
             regs = ck.registers
+        if regs is None and f is not None:
+            regs = f.registers
         if regs is None:
             raise CompileError(f"{raw.backend}: no register count for kernel {e.name!r} in the "
                                "log, the cubin or the driver", log=raw.log, backend=raw.backend)
@@ -398,7 +402,8 @@ def _stats(raw: RawResult, entries: tuple, options: CompileOptions) -> tuple:
             register_cap=min(caps) if caps else None,
             compile_time_ms=f.compile_time_ms if f else None,
             max_threads_per_block=max_threads,
-            cumulative_stack=f.cumulative_stack if f else None))
+            cumulative_stack=f.cumulative_stack if f else None,
+            body_registers=f.registers if f else None))
     return tuple(out)
 
 

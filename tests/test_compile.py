@@ -233,3 +233,19 @@ def test_a_fatal_diagnostic_quotes_its_line_too(backend):
     assert "offending PTX:\n  line 4: .const .f32 cf[2] = {0fZZ, 0f00000000};" in text
     assert "fatal: Parsing error near 'fZZ'" in text
     assert [(d.line, d.severity) for d in info.value.diagnostics if d.line] == [(4, "fatal")]
+
+
+def test_a_kernel_that_calls_runs_with_its_call_graphs_registers():
+    # ptxas's 'Used N registers' covers the kernel's own body; the cubin's EIATTR_REGCOUNT
+    # (what the driver launches with) is the maximum over the call graph.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from corpus_util import corpus_ptx
+
+    stats = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80")["call_chain"]
+    assert stats.registers > stats.body_registers
+    from ptxforge import read_cubin
+    assert stats.registers == read_cubin(compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").cubin
+                                         ).kernel("call_chain").registers
