@@ -141,7 +141,7 @@ def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> dic
 
 def _var_bytes(v: ir.VarDecl) -> int:
     """Size of a declared variable in bytes (0 for an unsized ``[]`` array)."""
-    n = max(v.type.bits // 8, 1)
+    n = max(v.type.bits // 8, 1) * (getattr(v, "vector", None) or 1)
     for d in v.dims:
         if d is None:
             return 0

@@ -483,3 +483,14 @@ def test_compare_stdin_twice_is_a_usage_error():
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and proc.stdout == ""
     assert "standard input can be read once" in proc.stderr and "usage:" in proc.stderr
+
+
+def test_static_shared_counts_vector_arrays_whole():
+    from ptxforge.analysis import static_shared_bytes
+
+    ptx = (".version 8.0\n.target sm_80\n.address_size 64\n"
+           ".visible .entry k()\n{\n\t.shared .align 16 .v4 .f32 tile[16];\n"
+           "\t.shared .align 4 .f32 plain[8];\n\tret;\n}\n")
+    module = parse(ptx)
+    assert static_shared_bytes(module, module.kernel("k")) == 16 * 16 + 8 * 4
+    assert compile_ptx(ptx, "sm_80")["k"].shared in (0, 16 * 16 + 8 * 4)  # unused: ptxas may drop it
