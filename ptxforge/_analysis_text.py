@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from ._text import clip as _clip
+from ._text import plural as _plural
+from ._text import table
+
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import KernelAnalysis, ModuleAnalysis, OccupancyReport
 
@@ -37,21 +41,6 @@ SELP_ROWS = (
 )
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence], right: Optional[set] = None,
-          indent: str = "  ") -> list:
-    """Aligned columns; columns in ``right`` (default: all but the first) right-aligned."""
-    if right is None:
-        right = set(range(1, len(header)))
-    cells = [[str(h) for h in header]] + [["-" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
-    out = []
-    for r in cells:
-        parts = [r[k].rjust(widths[k]) if k in right else r[k].ljust(widths[k])
-                 for k in range(len(header))]
-        out.append((indent + "  ".join(parts)).rstrip())
-    return out
-
-
 def percent(x: Optional[float]) -> str:
     """``0.6667`` → ``66.7%``; None → ``-``."""
     return "-" if x is None else f"{x * 100:.1f}%"
@@ -83,14 +72,6 @@ def selp_type_value(counts: dict, attr: str) -> int:
 def key_count(mix, prefixes: Sequence[str]) -> int:
     """Sum of :meth:`InstructionMix.count` over prefixes."""
     return sum(mix.count(p) for p in prefixes)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _cut(items: Sequence, top: int) -> Sequence:

@@ -4,31 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from ._text import clip as _clip
+from ._text import plural as _plural
+from ._text import table
+
 if TYPE_CHECKING:  # pragma: no cover
     from .pressure import LiveValue, PressureReport
 
 __all__ = ["render_text"]
 
 
-def _plural(n: int, word: str) -> str:
-    """``1 loop`` / ``2 loops``."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def _clip(text: str, width: int) -> str:
-    """Cut ``text`` to ``width`` characters with an ellipsis."""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _table(header: Sequence[str], rows: list[Sequence], right: set) -> list[str]:
-    """Aligned columns; columns listed in ``right`` are right-aligned."""
-    cells = [list(map(str, header))] + [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
-    out = []
-    for row in cells:
-        parts = [row[k].rjust(widths[k]) if k in right else row[k].ljust(widths[k]) for k in range(len(row))]
-        out.append("  " + "  ".join(parts).rstrip())
-    return out
+def _table(header: Sequence[str], rows: list, right: set) -> list[str]:
+    """The shared table with empty cells for None."""
+    return table(header, rows, right, none="")
 
 
 def _indices(indices: Sequence[int], limit: int = 8) -> str:
