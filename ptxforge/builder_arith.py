@@ -320,11 +320,7 @@ class ArithOps:
         if c is not None:
             srcs.append(self._pred_src("setp", c, loc))
         p = self._new(T.pred, loc)
-        dest = p
-        q = None
-        if both:
-            q = self._new(T.pred, loc)
-            dest = ir.Vector((p, q), "pipe")
+        dest, q = self._with_pred_result(p, both, loc)
         opcode = _opcode("setp", ty, (cmp, combine, "ftz" if ftz else ""))
         self._emit(opcode, (dest, *srcs), 1, loc, pred, "setp")
         return (p, q) if both else p

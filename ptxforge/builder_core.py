@@ -146,6 +146,14 @@ class _Core:
         self._regs[reg.name] = reg
         return reg
 
+    def _with_pred_result(self, first: ir.Register, wanted: bool, loc=None):
+        """The destination of an op with an optional second predicate result (``d|p``):
+        ``(first, None)``, or ``(Vector(first|p, "pipe"), p)`` with a fresh predicate ``p``."""
+        if not wanted:
+            return first, None
+        p = self._new(T.pred, loc)
+        return ir.Vector((first, p), "pipe"), p
+
     def _declare(self, name: str, what: str, loc) -> None:
         """Reserve a symbol name (param, array) or raise BuildError on a clash."""
         _check_ident(name, what, loc)

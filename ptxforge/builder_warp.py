@@ -43,11 +43,7 @@ class WarpOps:
         ops = (a, self._src("shfl_sync", b, T.u32, loc, True), self._src("shfl_sync", c, T.u32, loc, True),
                self._src("shfl_sync", mask, T.b32, loc, True))
         out = self._new(a.type, loc)
-        dest = out
-        p = None
-        if with_pred:
-            p = self._new(T.pred, loc)
-            dest = ir.Vector((out, p), "pipe")
+        dest, p = self._with_pred_result(out, with_pred, loc)
         self._emit(f"shfl.sync.{mode}.b32", (dest, *ops), 1, loc, pred, "shfl_sync")
         return (out, p) if with_pred else out
 
