@@ -12,6 +12,10 @@ naming the parameter *before* anything touches a GPU.  Each parameter becomes on
 * :class:`HostArg` — a NumPy (or CPU DLPack) array that the launcher copies to the device
   before the launch and back afterwards.
 
+:func:`param_layout` places the parameters the way ptxas does (each at the next multiple of
+its alignment: the ``.align`` it declares, else its element size; no padding at the end) and
+:func:`pack_param_buffer` writes the bound arguments into one buffer with that layout.
+
 Example::
 
     >>> from ptxforge import ir, types
@@ -32,8 +36,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import attrs
 
 from . import ir
-from .arrays import (DeviceArg, DLPackInfo, HostArg, _describe, _dlpack_arg, _host_arg,
-                     _is_array_like, _pack_address, cuda_array_interface_info, dlpack_info)
+from .arrays import (DeviceArg, DLPackInfo, HostArg, _describe, _dlpack_arg, _has, _host_arg,
+                     _is_array_like, cuda_array_interface_info, dlpack_info)
 from .errors import LaunchError
 from .types import Kind, PtxType
 
@@ -48,6 +52,9 @@ __all__ = [
     "pack_scalar",
     "param_size",
     "param_align",
+    "ParamSlot",
+    "param_layout",
+    "pack_param_buffer",
     "accepts_array",
     "dlpack_info",
     "cuda_array_interface_info",
@@ -95,10 +102,13 @@ def param_size(param: ir.Param) -> int:
 
 
 def param_align(param: ir.Param) -> int:
-    """Alignment in bytes: the declared ``.align`` or the element's natural size."""
-    if param.align is not None:
-        return int(param.align)
-    return max(param.type.bits // 8, 1)
+    """Alignment in bytes: the element's natural size, or the declared ``.align`` if larger.
+
+    ptxas never places a parameter below its element's natural alignment, whatever
+    ``.align`` says (``.param .align 4 .b64 x[2]`` lands on a multiple of 8).
+    """
+    natural = max(param.type.bits // 8, 1)
+    return max(int(param.align), natural) if param.align is not None else natural
 
 
 def accepts_array(param: ir.Param) -> bool:
@@ -111,6 +121,41 @@ def accepts_array(param: ir.Param) -> bool:
     if param.pointer:
         return True
     return param.type.bits == 64 and param.type.kind in (Kind.UNSIGNED, Kind.SIGNED, Kind.BITS)
+
+
+@attrs.frozen(slots=True)
+class ParamSlot:
+    """Where one parameter lives in the kernel's parameter buffer."""
+
+    name: str
+    offset: int
+    size: int
+    align: int
+
+
+def param_layout(params: Sequence[ir.Param]) -> tuple[ParamSlot, ...]:
+    """Byte offset, size and alignment of each parameter, as ptxas lays them out.
+
+    Each parameter starts at the next multiple of its alignment (:func:`param_align`: the
+    larger of its element size and its ``.align``); a pointer's ``.ptr.align`` is the
+    pointee's alignment and does not move the parameter.
+    This is what ptxas records in the cubin (``EIATTR_KPARAM_INFO``) and what the driver
+    reports through ``cuFuncGetParamInfo``.
+
+    Example::
+
+        >>> from ptxforge import ir, types
+        >>> [(s.offset, s.size) for s in param_layout((ir.Param("a", types.u8),
+        ...                                            ir.Param("b", types.f64)))]
+        [(0, 1), (8, 8)]
+    """
+    slots, end = [], 0
+    for param in params:
+        align, size = param_align(param), param_size(param)
+        offset = -(-end // align) * align
+        slots.append(ParamSlot(param.name, offset, size, align))
+        end = offset + size
+    return tuple(slots)
 
 
 def _where(kernel_name: str, param: ir.Param, index: int) -> str:
@@ -144,9 +189,25 @@ def _as_float(value: Any, ty: PtxType, where: str) -> float:
 
 
 def _bf16_bits(x: float, where: str) -> int:
-    (bits,) = struct.unpack("<I", struct.pack("<f", x))
+    """``x`` rounded once to bfloat16, nearest-even, as bits.
+
+    Rounding the double to binary32 first and then to bf16 would round twice (1 + 2**-8 +
+    2**-40 would become the tie 1 + 2**-8 and then 1.0); rounding to binary32 *to odd*
+    (truncate, set the last bit when inexact) first keeps the second rounding exact, since
+    binary32 carries more than two extra bits at every exponent bf16 has.
+    """
     if math.isnan(x):
+        (bits,) = struct.unpack("<I", struct.pack("<f", x))
         return (bits >> 16) | 0x40  # keep it a quiet NaN after truncation
+    try:
+        (bits,) = struct.unpack("<I", struct.pack("<f", x))
+    except OverflowError:
+        raise LaunchError(f"{where}: {x!r} overflows .bf16 (largest finite is about 3.39e38)") from None
+    nearest = struct.unpack("<f", struct.pack("<I", bits))[0]
+    if nearest != x:             # inexact (struct refuses to round a finite x to inf)
+        if abs(nearest) > abs(x):
+            bits -= 1            # the magnitude truncated toward zero
+        bits |= 1                # sticky: inexact
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest, ties to even
     if (rounded & 0x7F80) == 0x7F80 and not math.isinf(x):
         raise LaunchError(f"{where}: {x!r} overflows .bf16 (largest finite is about 3.39e38)")
@@ -155,10 +216,7 @@ def _bf16_bits(x: float, where: str) -> int:
 
 def _pack_float(x: float, ty: PtxType, where: str) -> bytes:
     if ty.name == "bf16":
-        try:
-            return _bf16_bits(x, where).to_bytes(2, "little")
-        except OverflowError:
-            raise LaunchError(f"{where}: {x!r} overflows .bf16") from None
+        return _bf16_bits(x, where).to_bytes(2, "little")
     try:
         return struct.pack("<" + _FLOAT_STRUCT[ty.bits], x)
     except OverflowError:
@@ -227,11 +285,12 @@ def _pack_param_array(param: ir.Param, value: Any, where: str) -> bytes:
 # --- arrays ----------------------------------------------------------------------------------
 
 def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: int = 0,
-                stream: int = 0) -> BoundArg:
+                stream: int = 0, device: Optional[int] = None) -> BoundArg:
     """Convert one argument for ``param``; raise :class:`LaunchError` naming it when it does not fit.
 
     ``stream`` is the launch stream's handle, handed to DLPack producers so their pending work
-    is ordered before the kernel.
+    is ordered before the kernel.  ``device`` is the ordinal the kernel runs on: a DLPack
+    tensor on another CUDA device is refused (None: not checked).
     """
     where = _where(kernel_name, param, index)
     if param.type.is_pred:
@@ -244,21 +303,22 @@ def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: i
             raise LaunchError(f"{where}: expected a {param.type} scalar, got a NumPy array "
                               f"(shape {value.shape}, dtype {value.dtype})")
         return _host_arg(value, param, where)
-    if hasattr(value, "__cuda_array_interface__"):
+    if _has(value, "__cuda_array_interface__"):
         if not accepts_array(param):
             raise LaunchError(f"{where}: expected a {param.type} scalar, got a device array "
                               f"{type(value).__name__}")
         return cuda_array_interface_info(value, param, where)
-    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+    if _has(value, "__dlpack__") and _has(value, "__dlpack_device__"):
         if not accepts_array(param):
             raise LaunchError(f"{where}: expected a {param.type} scalar, got a DLPack tensor "
                               f"{type(value).__name__}")
-        return _dlpack_arg(value, param, where, stream)
-    if param.pointer:
+        return _dlpack_arg(value, param, where, stream, device)
+    is_devptr = type(value).__name__ == "CUdeviceptr"
+    if param.pointer or (is_devptr and accepts_array(param)):
         if isinstance(value, (float, bool)) or value is None:
             raise LaunchError(f"{where}: expected an array or a device address, got {_describe(value)}")
         try:
-            address = int(value) if type(value).__name__ == "CUdeviceptr" else operator.index(value)
+            address = int(value) if is_devptr else operator.index(value)
         except TypeError:
             raise LaunchError(f"{where}: expected an array (NumPy, __cuda_array_interface__ or "
                               f"DLPack) or a device address, got {_describe(value)}") from None
@@ -269,11 +329,12 @@ def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: i
 
 
 def bind_args(kernel: ir.Kernel, args: Sequence[Any], kwargs: Optional[Mapping[str, Any]] = None,
-              *, stream: int = 0) -> tuple[BoundArg, ...]:
+              *, stream: int = 0, device: Optional[int] = None) -> tuple[BoundArg, ...]:
     """Match ``args``/``kwargs`` to ``kernel.params`` like a Python call and convert each one.
 
     Raises :class:`LaunchError` for a wrong count, an unknown or repeated keyword, or any
     argument that does not fit its parameter; nothing is allocated or copied yet.
+    ``stream`` and ``device`` are the launch's (see :func:`convert_arg`).
     """
     params = tuple(kernel.params)
     kwargs = dict(kwargs or {})
@@ -294,8 +355,32 @@ def bind_args(kernel: ir.Kernel, args: Sequence[Any], kwargs: Optional[Mapping[s
         raise LaunchError(f"kernel {kernel.name!r} takes {len(params)} arguments ({signature}); "
                           f"missing {', '.join(repr(m) for m in missing)}")
     values = list(args) + [kwargs[p.name] for p in params[len(args):]]
-    return tuple(convert_arg(p, v, kernel_name=kernel.name, index=i, stream=stream)
+    return tuple(convert_arg(p, v, kernel_name=kernel.name, index=i, stream=stream, device=device)
                  for i, (p, v) in enumerate(zip(params, values)))
+
+
+def pack_param_buffer(bound: Sequence[BoundArg], device_ptrs: Optional[Mapping[int, int]] = None) -> bytes:
+    """All arguments in one buffer laid out by :func:`param_layout` (zero bytes in the gaps).
+
+    This is the buffer ``cuLaunchKernel`` takes through ``CU_LAUNCH_PARAM_BUFFER_POINTER``
+    and the image of the kernel's parameter space.  A :class:`HostArg` needs the device
+    address of its copy: ``device_ptrs`` maps its index in ``bound`` to that address.
+    """
+    slots = param_layout([arg.param for arg in bound])
+    out = bytearray(slots[-1].offset + slots[-1].size if slots else 0)
+    for index, (arg, slot) in enumerate(zip(bound, slots)):
+        if isinstance(arg, HostArg):
+            if device_ptrs is None or index not in device_ptrs:
+                raise LaunchError(f"pack_param_buffer: argument {index} ({arg.param.name!r}) is a "
+                                  "host array; give the address of its device copy in device_ptrs")
+            data = arg.packed(device_ptrs[index])
+        else:
+            data = arg.data
+        if len(data) != slot.size:  # pragma: no cover - convert_arg packs exactly param_size
+            raise LaunchError(f"parameter {arg.param.name!r}: {len(data)} bytes packed for a "
+                              f"{slot.size}-byte slot")
+        out[slot.offset:slot.offset + slot.size] = data
+    return bytes(out)
 
 
 # --- grid, block, stream ---------------------------------------------------------------------
@@ -364,7 +449,8 @@ def stream_handle(stream: Any) -> int:
     if isinstance(stream, bool):
         raise LaunchError(f"stream must be a stream object or handle, got {_describe(stream)}")
     if hasattr(stream, "__cuda_stream__"):
-        info = stream.__cuda_stream__()
+        info = stream.__cuda_stream__
+        info = info() if callable(info) else info  # a method; a property in cuda.core 0.1
         if not isinstance(info, tuple) or len(info) != 2:
             raise LaunchError(f"__cuda_stream__() must return (version, handle), got {_describe(info)}")
         return int(info[1])

@@ -100,8 +100,17 @@ def _describe(value: Any) -> str:
 
 # --- protocols -----------------------------------------------------------------------------
 
+def _has(value: Any, name: str) -> bool:
+    """``hasattr`` that counts an attribute whose getter raises as present (the reader then
+    reports the producer's error instead of it escaping from a type check)."""
+    try:
+        return hasattr(value, name)
+    except Exception:
+        return True
+
+
 def _is_array_like(value: Any) -> bool:
-    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__"):
+    if _has(value, "__cuda_array_interface__") or _has(value, "__dlpack__"):
         return True
     np = sys.modules.get("numpy")
     return np is not None and isinstance(value, np.ndarray)
@@ -138,7 +147,7 @@ def cuda_array_interface_info(obj: Any, param: ir.Param, where: str) -> DeviceAr
         raise LaunchError(f"{where}: __cuda_array_interface__ must be a dict with 'data', 'shape' "
                           f"and 'typestr', got {_describe(cai)}")
     data = cai["data"]
-    if not isinstance(data, tuple) or len(data) != 2:
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise LaunchError(f"{where}: __cuda_array_interface__['data'] must be (pointer, readonly), "
                           f"got {_describe(data)}")
     ptr, readonly = data
@@ -278,12 +287,16 @@ def dlpack_info(capsule: Any) -> DLPackInfo:
     )
 
 
-def _dlpack_arg(obj: Any, param: ir.Param, where: str, stream: int) -> Union[DeviceArg, HostArg]:
+def _dlpack_arg(obj: Any, param: ir.Param, where: str, stream: int,
+                device: Optional[int] = None) -> Union[DeviceArg, HostArg]:
     try:
         device_type, device_id = (int(v) for v in obj.__dlpack_device__())
     except Exception as exc:
         raise LaunchError(f"{where}: __dlpack_device__() failed or did not return "
                           f"(device_type, device_id): {exc}") from exc
+    if device_type == _DL_CUDA and device is not None and device_id != device:
+        raise LaunchError(f"{where}: expected a tensor on CUDA device {device} (the kernel's), "
+                          f"got one on CUDA device {device_id}; copy it to device {device} first")
     if device_type == _DL_CPU:
         np = _numpy(where)
         try:

@@ -59,8 +59,9 @@ def driver():
     try:
         from cuda.bindings import driver as drv
     except ImportError as exc:
+        # `from None`: the message says it all; no cuda.bindings traceback for the user
         raise DeviceError("running kernels needs the cuda-bindings package "
-                          f"(pip install cuda-bindings), which could not be imported: {exc}") from exc
+                          f"(pip install cuda-bindings), which could not be imported: {exc}") from None
     return drv
 
 
@@ -119,12 +120,14 @@ def _init() -> None:
     drv = driver()
     try:
         result = drv.cuInit(0)
-    except Exception as exc:  # libcuda.so missing: cuda.pathfinder raises its own error type
+    except Exception as exc:
+        # cuda.bindings loads libcuda.so on the first driver call; without the NVIDIA driver
+        # cuda.pathfinder raises DynamicLibNotFoundError (a RuntimeError) from every call.
         _INITIALIZED = True
         _INIT_ERROR = ("no CUDA driver: the NVIDIA driver library (libcuda.so) could not be "
                        f"loaded ({type(exc).__name__}: {exc}). Building, emitting and compiling "
                        "kernels works without one; running them needs an NVIDIA GPU and driver.")
-        raise DeviceError(_INIT_ERROR) from exc
+        raise DeviceError(_INIT_ERROR) from None
     err = result[0] if isinstance(result, tuple) else result
     if err != drv.CUresult.CUDA_SUCCESS:
         _INITIALIZED = True

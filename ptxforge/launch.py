@@ -23,16 +23,17 @@ DLPack) are passed by address without copies, and the launch is then asynchronou
 from __future__ import annotations
 
 import ctypes
-import re
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import attrs
 
 from . import ir
-from .args import (BoundArg, DeviceArg, HostArg, bind_args, check_launch_dims, param_size,
+from .args import (BoundArg, DeviceArg, HostArg, bind_args, check_launch_dims, param_layout,
                    stream_handle)
 from .device import check, driver, use_device
 from .errors import DeviceError, LaunchError
+from .launch_image import (ModuleImage, check_cubin_signatures, check_target, cubin_param_layout,
+                           cubin_target_problem, module_image, ptx_target)
 
 __all__ = [
     "load",
@@ -44,122 +45,11 @@ __all__ = [
     "module_image",
     "ptx_target",
     "check_target",
+    "cubin_param_layout",
+    "check_cubin_signatures",
 ]
 
 _LOG_BYTES = 1 << 16
-_FATBIN_MAGIC = b"\x50\xed\x55\xba"
-_TARGET_RE = re.compile(r"^\s*\.target\s+(sm_\d+[af]?)", re.MULTILINE)
-_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
-
-
-# --- what is being loaded (pure) ------------------------------------------------------------
-
-@attrs.frozen(slots=True)
-class ModuleImage:
-    """The bytes handed to the driver, what they are, and the kernels' signatures if known.
-
-    ``kind`` is ``"ptx"``, ``"cubin"`` or ``"fatbin"``; ``data`` is NUL-terminated for PTX;
-    ``signatures`` maps entry names to their parameter tuples.
-    """
-
-    kind: str
-    data: bytes = attrs.field(repr=False)
-    ptx: Optional[str] = attrs.field(default=None, repr=False)
-    target: Optional[str] = None
-    signatures: Mapping[str, tuple] = attrs.field(factory=dict, repr=False)
-
-
-def ptx_target(ptx: str) -> Optional[str]:
-    """The ``.target`` of PTX text (``"sm_80"``, ``"sm_90a"``), or None if it has none."""
-    match = _TARGET_RE.search(ptx)
-    return match.group(1) if match else None
-
-
-def check_target(target: Optional[str], compute_capability: tuple) -> Optional[str]:
-    """None when PTX for ``target`` can be JIT-compiled for a device of ``compute_capability``,
-    else why not.  ``sm_XY`` runs on any device of capability >= X.Y; ``sm_XYa``/``sm_XYf``
-    only on X.Y (``f``: on the same major family with minor >= Y)."""
-    if target is None:
-        return None
-    match = re.fullmatch(r"sm_(\d+)(\d)([af]?)", target)
-    if not match:
-        return f"unrecognized PTX target {target!r}"
-    need = (int(match.group(1)), int(match.group(2)))
-    have = tuple(compute_capability)
-    device = f"sm_{have[0]}{have[1]}"
-    suffix = match.group(3)
-    if suffix == "a" and have != need:
-        return (f"the PTX targets {target}, which runs only on compute capability "
-                f"{need[0]}.{need[1]}, but the device is {device}; build for {device}")
-    if suffix == "f" and (have[0] != need[0] or have[1] < need[1]):
-        return (f"the PTX targets {target}, a family target for {need[0]}.x with x >= {need[1]}, "
-                f"but the device is {device}; build for {device}")
-    if have < need:
-        return (f"the PTX targets {target} but the device is {device} (older); build the module "
-                f"for target={device!r} or lower")
-    return None
-
-
-def _signatures_from_ptx(ptx: str) -> dict:
-    """Entry signatures via ptxforge.parse when it is available; empty when not."""
-    try:
-        from . import parse as parse_module  # lazily: the parser is optional here
-    except ImportError:
-        return {}
-    parse_fn = getattr(parse_module, "parse", None) or getattr(parse_module, "parse_ptx", None)
-    if parse_fn is None:
-        return {}
-    try:
-        parsed = parse_fn(ptx)
-    except Exception:
-        return {}
-    return {k.name: tuple(k.params) for k in getattr(parsed, "entries", ())}
-
-
-def module_image(source: Any, signatures: Optional[Mapping[str, Sequence[ir.Param]]] = None) -> ModuleImage:
-    """Classify ``source`` for loading (pure: no GPU).
-
-    ``source`` is an :class:`ir.Module`, PTX text (``str``), cubin/fatbin/PTX ``bytes``, or an
-    object with a ``cubin`` attribute (a compile result).  ``signatures`` adds or overrides
-    entry signatures (needed for cubins and for PTX when :mod:`ptxforge.parse` is absent).
-    """
-    extra = {name: tuple(params) for name, params in (signatures or {}).items()}
-    for name, params in extra.items():
-        if not all(isinstance(p, ir.Param) for p in params):
-            raise LaunchError(f"signatures[{name!r}] must be a sequence of ir.Param")
-    if isinstance(source, ir.Module):
-        from .emit import emit
-
-        ptx = emit(source)
-        sigs = {k.name: tuple(k.params) for k in source.entries}
-        sigs.update(extra)
-        return ModuleImage("ptx", ptx.encode() + b"\0", ptx, source.target, sigs)
-    if isinstance(source, str):
-        sigs = _signatures_from_ptx(source)
-        sigs.update(extra)
-        return ModuleImage("ptx", source.encode() + b"\0", source, ptx_target(source), sigs)
-    cubin = getattr(source, "cubin", None)
-    if isinstance(cubin, (bytes, bytearray)) and not isinstance(source, (bytes, bytearray)):
-        sigs = {}
-        parent = getattr(source, "module", None)
-        if isinstance(parent, ir.Module):
-            sigs = {k.name: tuple(k.params) for k in parent.entries}
-        sigs.update(extra)
-        return ModuleImage("cubin", bytes(cubin), None, None, sigs)
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-        if data.startswith(b"\x7fELF"):
-            return ModuleImage("cubin", data, None, None, extra)
-        if data.startswith(_FATBIN_MAGIC):
-            return ModuleImage("fatbin", data, None, None, extra)
-        try:
-            text = data.rstrip(b"\0").decode()
-        except UnicodeDecodeError:
-            raise LaunchError("bytes given to load() are neither a cubin (ELF), a fatbin, "
-                              "nor PTX text") from None
-        return module_image(text, extra)
-    raise LaunchError(f"load() expects an ir.Module, PTX text, or cubin/fatbin bytes; "
-                      f"got {type(source).__name__}")
 
 
 # --- loaded kernels --------------------------------------------------------------------------
@@ -194,13 +84,19 @@ class LoadedModule:
         self.image = image
         self._kernels: dict[str, LoadedKernel] = {}
         self._unloaded = True
+        if max_registers is not None and (isinstance(max_registers, bool)
+                                          or not isinstance(max_registers, int)
+                                          or not 16 <= max_registers <= 255):
+            raise LaunchError(f"max_registers must be an int in 16..255 (CU_JIT_MAX_REGISTERS), "
+                              f"got {max_registers!r}")
         dev, _ = use_device(device)
         drv = driver()
-        if image.kind == "ptx":
+        if image.kind in ("ptx", "cubin"):
             attr = drv.CUdevice_attribute
             cc = (check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute"),
                   check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute"))
-            problem = check_target(image.target, cc)
+            problem = (check_target(image.target, cc) if image.kind == "ptx"
+                       else cubin_target_problem(image.data, cc))
             if problem:
                 raise DeviceError(f"cannot load on device {device}: {problem}")
         info, error = bytearray(_LOG_BYTES), bytearray(_LOG_BYTES)
@@ -238,9 +134,12 @@ class LoadedModule:
         if params is None:
             if name not in self.image.signatures:
                 known = ", ".join(self.image.signatures) or "none"
-                raise LaunchError(f"no signature for kernel {name!r} (known: {known}); load an "
-                                  "ir.Module, or pass params=... / load(..., signatures=...)")
+                why = f"; {self.image.signature_error}" if self.image.signature_error else ""
+                raise LaunchError(f"no signature for kernel {name!r} (known: {known}{why}); load "
+                                  "an ir.Module, or pass params=... / load(..., signatures=...)")
             params = self.image.signatures[name]
+        elif self.image.kind == "cubin":
+            check_cubin_signatures(self.image.data, {name: tuple(params)})
         kernel = LoadedKernel(self, name, tuple(params))
         self._kernels[name] = kernel
         return kernel
@@ -279,21 +178,26 @@ class LoadedKernel:
     than the launch options name kernel parameters.
     """
 
-    __slots__ = ("module", "name", "params", "handle", "max_threads_per_block", "_dyn_smem")
+    __slots__ = ("module", "name", "params", "handle", "max_threads_per_block", "static_shared",
+                 "max_shared_optin", "_dyn_smem")
 
     def __init__(self, module: LoadedModule, name: str, params: tuple) -> None:
         self.module = module
         self.name = name
         self.params = params
-        use_device(module.device)
+        dev, _ = use_device(module.device)
         drv = driver()
         result = drv.cuModuleGetFunction(module.handle, name.encode())
-        if result[0] != drv.CUresult.CUDA_SUCCESS:
+        if result[0] == drv.CUresult.CUDA_ERROR_NOT_FOUND:
             known = ", ".join(module.names) or "unknown"
             raise LaunchError(f"the loaded module has no kernel {name!r} (entries: {known})")
-        self.handle = result[1]
+        self.handle = check(result, f"cuModuleGetFunction({name!r})")
         self.max_threads_per_block = self._attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+        self.static_shared = self._attribute("CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
         self._dyn_smem = self._attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES")
+        self.max_shared_optin = int(check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+            "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)"))
         self._check_param_layout()
 
     def _attribute(self, name: str) -> int:
@@ -302,13 +206,15 @@ class LoadedKernel:
         return int(check(drv.cuFuncGetAttribute(attr, self.handle), f"cuFuncGetAttribute({name})"))
 
     def _check_param_layout(self) -> None:
-        """Compare the signature with the driver's own parameter count and sizes (CUDA >= 12.4)."""
+        """Compare the signature's layout (:func:`~ptxforge.args.param_layout`) with the driver's
+        own parameter count, offsets and sizes (``cuFuncGetParamCount``/``cuFuncGetParamInfo``,
+        when this driver has them)."""
         drv = driver()
         if not hasattr(drv, "cuFuncGetParamCount"):
             return
         try:
             result = drv.cuFuncGetParamCount(self.handle)
-        except Exception:
+        except Exception:  # the installed driver lacks the entry point
             return
         if result[0] != drv.CUresult.CUDA_SUCCESS:
             return  # older driver: the query is not supported
@@ -316,12 +222,18 @@ class LoadedKernel:
         if count != len(self.params):
             raise LaunchError(f"kernel {self.name!r}: the signature lists {len(self.params)} "
                               f"parameters but the loaded code takes {count}")
-        for index, param in enumerate(self.params):
+        for index, (param, slot) in enumerate(zip(self.params, param_layout(self.params))):
             info = drv.cuFuncGetParamInfo(self.handle, index)
-            if info[0] == drv.CUresult.CUDA_SUCCESS and int(info[2]) != param_size(param):
+            if info[0] != drv.CUresult.CUDA_SUCCESS:
+                return
+            offset, size = int(info[1]), int(info[2])
+            if size != slot.size:
                 raise LaunchError(f"kernel {self.name!r}: parameter {param.name!r} is "
-                                  f"{param_size(param)} bytes in the signature but {int(info[2])} "
-                                  "in the loaded code")
+                                  f"{slot.size} bytes in the signature but {size} in the loaded code")
+            if offset != slot.offset:
+                raise LaunchError(f"kernel {self.name!r}: parameter {param.name!r} is at byte "
+                                  f"{slot.offset} in the signature's layout but at {offset} in "
+                                  "the loaded code")
 
     @property
     def attributes(self) -> KernelAttributes:
@@ -354,19 +266,21 @@ class LoadedKernel:
 
     def bind(self, *args: Any, stream: Any = None, **kwargs: Any) -> tuple[BoundArg, ...]:
         """Convert and check arguments without touching the GPU (what a call does first)."""
-        return bind_args(self._ir(), args, kwargs, stream=stream_handle(stream))
+        return bind_args(self._ir(), args, kwargs, stream=stream_handle(stream),
+                         device=self.module.device)
 
     def prepare(self, *args: Any, stream: Any = None, **kwargs: Any) -> "PreparedLaunch":
         """Convert the arguments and copy host arrays in; the result launches repeatedly."""
         handle = stream_handle(stream)
-        bound = bind_args(self._ir(), args, kwargs, stream=handle)
+        bound = bind_args(self._ir(), args, kwargs, stream=handle, device=self.module.device)
         return PreparedLaunch(self, bound, handle)
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
         if grid is None or block is None:
             raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
-        check_launch_dims(grid, block, shared_mem, max_threads=self.max_threads_per_block)
+        _, _, smem = check_launch_dims(grid, block, shared_mem, max_threads=self.max_threads_per_block)
+        self._check_shared(smem)
         prepared = self.prepare(*args, stream=stream, **kwargs)
         try:
             prepared.enqueue(grid, block, shared_mem)
@@ -376,6 +290,14 @@ class LoadedKernel:
             prepared.finish()
 
     launch = __call__
+
+    def _check_shared(self, smem: int) -> None:
+        """Refuse dynamic shared memory beyond what one block may have on this device."""
+        if self.static_shared + smem > self.max_shared_optin:
+            raise LaunchError(
+                f"kernel {self.name!r}: shared_mem={smem} bytes of dynamic shared memory plus "
+                f"{self.static_shared} static exceed the {self.max_shared_optin} bytes a block may "
+                f"have on device {self.module.device} (at most {self.max_shared_optin - self.static_shared} dynamic)")
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{p.name}: {p.type}{'*' if p.pointer else ''}" for p in self.params)
@@ -412,7 +334,8 @@ class PreparedLaunch:
                                                     arg.nbytes, cu_stream), "cuMemcpyHtoDAsync")
                     packed.append(arg.packed(ptr))
                 else:
-                    if isinstance(arg, DeviceArg) and arg.stream is not None and arg.stream != stream:
+                    if isinstance(arg, DeviceArg) and arg.stream is not None \
+                            and not _same_stream(arg.stream, stream):
                         _wait_for(drv, producer=arg.stream, consumer=cu_stream)
                     packed.append(arg.data)
         except BaseException:
@@ -428,8 +351,11 @@ class PreparedLaunch:
             raise LaunchError("this PreparedLaunch has been finished")
         kernel = self.kernel
         g, b, smem = check_launch_dims(grid, block, shared_mem, max_threads=kernel.max_threads_per_block)
+        kernel._check_shared(smem)
         drv = driver()
-        if smem > 48 * 1024 and smem > kernel._dyn_smem:
+        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES starts at 48 KiB minus the static
+        # shared memory; a launch asking for more fails unless the kernel opts in first.
+        if smem > kernel._dyn_smem:
             attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             check(drv.cuFuncSetAttribute(kernel.handle, attr, smem),
                   f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem})")
@@ -477,6 +403,13 @@ class PreparedLaunch:
 
     def __exit__(self, exc_type, *rest) -> None:
         self.finish(copy_back=exc_type is None)
+
+
+def _same_stream(a: int, b: int) -> bool:
+    """Whether two stream handles name the same stream (0, the NULL stream, is the legacy
+    default stream that CU_STREAM_LEGACY = 1 also names)."""
+    legacy = (0, 1)
+    return a == b or (a in legacy and b in legacy)
 
 
 def _wait_for(drv, producer: int, consumer) -> None:

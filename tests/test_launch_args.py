@@ -13,8 +13,11 @@ import pytest
 from ptxforge import DeviceError, LaunchError, ir, types
 from ptxforge.args import (DeviceArg, HostArg, ScalarArg, accepts_array, bind_args,
                            check_launch_dims, convert_arg, dlpack_info, normalize_dim3,
-                           pack_scalar, param_align, param_size, stream_handle)
-from ptxforge.launch import check_target, module_image, ptx_target
+                           pack_param_buffer, pack_scalar, param_align, param_layout, param_size,
+                           stream_handle)
+from ptxforge.launch import (check_cubin_signatures, check_target, cubin_param_layout,
+                             module_image, ptx_target)
+from ptxforge.launch_image import cubin_target_problem
 from ptxforge.timing import Timing
 
 SAXPY_PARAMS = (
@@ -83,6 +86,54 @@ def test_float_packing(ty, value, expected):
     assert pack_scalar(ty, value, "a") == expected
 
 
+@pytest.mark.parametrize("value, expected", [
+    (1.0 + 2**-8 + 2**-40, "813f"),     # just above the tie: up (binary32 first would say 1.0)
+    (1.0 + 2**-8 - 2**-40, "803f"),     # just below the tie: down
+    (-(1.0 + 3 * 2**-8 + 2**-30), "82bf"),
+    (2**-140, "0000"),                  # below half the smallest bf16 subnormal (2**-133)
+    (3 * 2**-135, "0100"),              # above the half-way point 2**-134: the smallest subnormal
+    (3.3895313892515355e38, "7f7f"),    # the largest finite bf16
+])
+def test_bf16_rounds_the_double_once(value, expected):
+    assert pack_scalar(types.bf16, value, "a").hex() == expected
+
+
+def _bf16_value(bits: int):
+    from fractions import Fraction
+
+    sign = -1 if bits & 0x8000 else 1
+    exp, man = (bits >> 7) & 0xFF, bits & 0x7F
+    if exp == 0:
+        return sign * Fraction(man, 128) * Fraction(2) ** -126
+    return sign * (1 + Fraction(man, 128)) * Fraction(2) ** (exp - 127)
+
+
+def _bf16_reference(x: float) -> int:
+    """Nearest-even bf16 of a finite double, by exact rational arithmetic among the bf16
+    values around it (no binary32 step)."""
+    from fractions import Fraction
+
+    top = struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+    candidates = [b for b in (top - 1, top, top + 1) if 0 <= b <= 0xFFFF and b & 0x7F80 != 0x7F80]
+    return min(candidates, key=lambda b: (abs(_bf16_value(b) - Fraction(x)), b & 1))
+
+
+def test_bf16_matches_exact_rounding_on_hard_cases():
+    import random
+
+    rnd = random.Random(7)
+    cases = []
+    for _ in range(12):
+        # a bf16 value, then nudged to within a few binary32 ulps of a tie
+        base = struct.unpack("<f", struct.pack("<I", rnd.randrange(0x0080, 0x7F00) << 16))[0]
+        tie = base * (1 + 2**-8)
+        cases += [tie, tie * (1 + 2**-45), tie * (1 - 2**-45)]
+    for x in cases:
+        got = int.from_bytes(pack_scalar(types.bf16, x, "a"), "little")
+        want = _bf16_reference(x)
+        assert got == want, (x, hex(got), hex(want))
+
+
 def test_bf16_nan_stays_nan():
     bits = int.from_bytes(pack_scalar(types.bf16, float("nan"), "a"), "little")
     assert bits & 0x7F80 == 0x7F80 and bits & 0x7F
@@ -123,8 +174,109 @@ def test_param_array_bytes_and_sequence():
         convert_arg(p, [1, -1, 3], kernel_name="k")
 
 
+# --- the parameter buffer: layout against ptxas ------------------------------------------------
+
+_LAYOUT_TYPES = [types.u8, types.s8, types.b8, types.u16, types.s16, types.f16, types.b16,
+                 types.u32, types.s32, types.f32, types.b32, types.u64, types.s64, types.f64,
+                 types.b64, types.b128]
+
+
+def _random_params(rnd, count):
+    params = []
+    for i in range(count):
+        ty = rnd.choice(_LAYOUT_TYPES)
+        shape = rnd.random()
+        if shape < 0.15 and ty.bits >= 32:
+            params.append(ir.Param(f"p{i}", types.u64, pointer=True, state_space="global",
+                                   ptr_align=rnd.choice([None, 4, 16])))
+        elif shape < 0.35:
+            params.append(ir.Param(f"p{i}", ty, dims=(rnd.randint(1, 7),),
+                                   align=rnd.choice([None, None, 4, 8, 16])))
+        elif shape < 0.45:
+            params.append(ir.Param(f"p{i}", ty, align=rnd.choice([8, 16])))
+        else:
+            params.append(ir.Param(f"p{i}", ty))
+    return tuple(params)
+
+
+@pytest.fixture(scope="module")
+def ptxas_layouts():
+    """60 kernels with random parameter lists, compiled once by ptxas (nvJitLink, no GPU)."""
+    import random
+
+    from ptxforge.compile import compile_ptx
+    from ptxforge.cubin import read_cubin
+    from ptxforge.emit import emit
+
+    rnd = random.Random(20240601)
+    sigs = {f"k{j}": _random_params(rnd, rnd.randint(1, 12)) for j in range(60)}
+    sigs["saxpy"] = SAXPY_PARAMS
+    module = ir.Module("8.3", "sm_80", kernels=tuple(
+        ir.Kernel(name, params=params, body=(ir.Instruction("ret"),)) for name, params in sigs.items()))
+    cubin = compile_ptx(emit(module), "sm_80", backend="nvjitlink").cubin
+    return sigs, cubin, read_cubin(cubin)
+
+
+def test_param_layout_is_what_ptxas_records(ptxas_layouts):
+    sigs, _, info = ptxas_layouts
+    aligned = 0
+    for name, params in sigs.items():
+        ours = [(s.offset, s.size) for s in param_layout(params)]
+        assert ours == list(cubin_param_layout(info, name)), (name, params)
+        aligned += any(p.align for p in params)
+    assert aligned > 10                                   # .align cases are covered
+    assert [(s.offset, s.size) for s in param_layout(SAXPY_PARAMS)] == [(0, 4), (4, 4), (8, 8), (16, 8)]
+
+
+def test_cubin_signature_check_names_the_parameter(ptxas_layouts):
+    sigs, cubin, _ = ptxas_layouts
+    check_cubin_signatures(cubin, sigs)                   # all agree
+    p = SAXPY_PARAMS
+    with pytest.raises(LaunchError, match=r"signatures\['saxpy'\] lists 3 parameters but .* takes 4"):
+        check_cubin_signatures(cubin, {"saxpy": p[:3]})
+    with pytest.raises(LaunchError, match=r"parameter 'a' is 8 bytes \(\.f64\) but the cubin's is 4"):
+        check_cubin_signatures(cubin, {"saxpy": (p[0], ir.Param("a", types.f64), p[2], p[3])})
+    # same sizes, but an .align 8 that would move 'a' from byte 4 to byte 8
+    with pytest.raises(LaunchError, match=r"parameter 'a' would be at byte 8 but the cubin has it at 4"):
+        check_cubin_signatures(cubin, {"saxpy": (p[0], ir.Param("a", types.f32, align=8), p[2], p[3])})
+    with pytest.raises(LaunchError, match="the cubin has no kernel 'nope'"):
+        check_cubin_signatures(cubin, {"nope": p})
+    with pytest.raises(LaunchError, match="parameter 'a' is 8 bytes"):
+        module_image(cubin, {"saxpy": (p[0], ir.Param("a", types.f64), p[2], p[3])})
+
+
+def test_cubin_target_rule():
+    from ptxforge.compile import compile_ptx
+    from ptxforge.emit import emit
+
+    cubin = compile_ptx(emit(MODULE), "sm_80", backend="nvjitlink").cubin
+    assert cubin_target_problem(cubin, (8, 0)) is None
+    assert cubin_target_problem(cubin, (8, 6)) is None            # same major, newer minor
+    assert "SASS for sm_80" in cubin_target_problem(cubin, (9, 0))
+    assert "SASS for sm_80" in cubin_target_problem(cubin, (7, 5))
+    assert cubin_target_problem(b"\x7fELF junk", (8, 0)) is None  # left to the driver
+
+
+def test_packed_param_buffer():
+    mixed = ir.Kernel("m", params=(ir.Param("a", types.u8), ir.Param("d", types.f64),
+                                   ir.Param("h", types.f16), ir.Param("s", types.b8, align=16, dims=(3,)),
+                                   ir.Param("x", types.u64, pointer=True)))
+    x = np.zeros(2, np.float32)
+    bound = bind_args(mixed, (0xAB, -1.0, 2.0, b"xyz", x))
+    with pytest.raises(LaunchError, match=r"argument 4 \('x'\) is a host array"):
+        pack_param_buffer(bound)
+    raw = pack_param_buffer(bound, {4: 0x1122334455667788})
+    assert [(s.offset, s.size) for s in param_layout(mixed.params)] == \
+        [(0, 1), (8, 8), (16, 2), (32, 3), (40, 8)]
+    assert raw == (b"\xab" + bytes(7) + struct.pack("<d", -1.0) + struct.pack("<e", 2.0) +
+                   bytes(14) + b"xyz" + bytes(5) + (0x1122334455667788).to_bytes(8, "little"))
+    assert pack_param_buffer(()) == b""
+
+
 def test_layout_helpers():
     assert param_size(SAXPY_PARAMS[2]) == 8 and param_align(SAXPY_PARAMS[0]) == 4
+    assert param_align(ir.Param("w", types.b64, align=4, dims=(2,))) == 8   # never below natural
+    assert param_align(ir.Param("h", types.f16, align=8)) == 8
     assert accepts_array(SAXPY_PARAMS[2]) and not accepts_array(SAXPY_PARAMS[0])
     assert accepts_array(ir.Param("raw", types.u64))          # nvcc-style pointer
     assert not accepts_array(ir.Param("d", types.f64))
@@ -167,6 +319,17 @@ def test_array_for_scalar_and_scalar_for_pointer():
         bind_args(SAXPY, (4, 2.0, 1.5, 0))
     with pytest.raises(LaunchError, match=r"parameter 'y'.*expected an array .*got str"):
         bind_args(SAXPY, (4, 2.0, 0, "y"))
+
+
+def test_cudeviceptr_for_pointer_and_nvcc_style_u64():
+    from cuda.bindings import driver
+
+    raw = ir.Kernel("k", params=(ir.Param("p", types.u64), ir.Param("q", types.u64, pointer=True)))
+    bound = bind_args(raw, (driver.CUdeviceptr(0x1000), driver.CUdeviceptr(0x2000)))
+    assert [type(b) for b in bound] == [DeviceArg, DeviceArg]
+    assert [b.ptr for b in bound] == [0x1000, 0x2000]
+    with pytest.raises(LaunchError, match="expected an integer for .u32"):
+        convert_arg(ir.Param("n", types.u32), driver.CUdeviceptr(5))
 
 
 def test_integer_address_for_pointer():
@@ -225,6 +388,25 @@ def test_cuda_array_interface_stream_readonly_and_c_strides():
 def test_cuda_array_interface_errors(cai, pattern):
     with pytest.raises(LaunchError, match=pattern):
         convert_arg(SAXPY_PARAMS[3], FakeCudaArray(**cai), kernel_name="saxpy", index=3)
+
+
+def test_cuda_array_interface_v2_and_list_data():
+    cai = {"version": 2, "shape": (3, 2), "typestr": "<i8", "data": [0x20000, False], "stream": 0}
+    arg = convert_arg(SAXPY_PARAMS[3], type("V2", (), {"__cuda_array_interface__": cai})())
+    assert arg.ptr == 0x20000 and arg.nbytes == 48 and arg.stream is None   # v2 has no stream
+
+
+def test_cuda_array_interface_bad_typestr_and_raising_producer():
+    with pytest.raises(LaunchError, match="item size from typestr '<M8\\[ns\\]'"):
+        convert_arg(SAXPY_PARAMS[3], FakeCudaArray(typestr="<M8[ns]"))
+
+    class OnOtherDevice:
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("array lives on device 1")
+
+    with pytest.raises(LaunchError, match=r"parameter 'y'.*reading __cuda_array_interface__ failed: array lives"):
+        convert_arg(SAXPY_PARAMS[3], OnOtherDevice(), kernel_name="saxpy", index=3)
 
 
 def test_cuda_array_for_scalar_param_names_it():
@@ -304,6 +486,34 @@ def test_dlpack_versioned_readonly():
 def test_dlpack_errors(kwargs, pattern):
     with pytest.raises(LaunchError, match=pattern):
         convert_arg(SAXPY_PARAMS[2], FakeDLPack(**kwargs), kernel_name="k")
+
+
+def test_dlpack_device_must_be_the_kernels():
+    with pytest.raises(LaunchError, match=r"parameter 'x'.*expected a tensor on CUDA device 0 "
+                                          r"\(the kernel's\), got one on CUDA device 1"):
+        convert_arg(SAXPY_PARAMS[2], FakeDLPack(device=(2, 1)), kernel_name="k", device=0)
+    arg = convert_arg(SAXPY_PARAMS[2], FakeDLPack(device=(2, 1)), device=1)
+    assert arg.device_id == 1
+    # managed memory is reachable from every device
+    assert convert_arg(SAXPY_PARAMS[2], FakeDLPack(device=(13, 1)), device=0).source == "dlpack"
+
+
+def test_dlpack_old_producer_without_max_version():
+    class Old(FakeDLPack):
+        def __dlpack__(self, stream=None):
+            self.calls.append((stream, None))
+            return _PyCapsule_New(ctypes.addressof(self._managed), _NAMES[False], None)
+
+    producer = Old()
+    arg = convert_arg(SAXPY_PARAMS[2], producer, stream=0x40)
+    assert producer.calls == [(0x40, None)] and arg.ptr == 0x7F0012340000 + 16
+
+
+def test_dlpack_newer_major_version_is_refused():
+    producer = FakeDLPack(versioned=True)
+    producer._managed.version.major = 2
+    with pytest.raises(LaunchError, match="DLPack version 2.0 is newer"):
+        convert_arg(SAXPY_PARAMS[2], producer)
 
 
 def test_dlpack_compact_strides_accepted():
@@ -395,6 +605,18 @@ def test_stream_handles():
     assert stream_handle(TorchStream()) == 0x6000
     assert stream_handle(CupyStream()) == 0x7000
     assert stream_handle(driver.CUstream(0x8000)) == 0x8000
+
+    class EarlyCoreStream:                       # cuda.core 0.1: a property, not a method
+        __cuda_stream__ = (0, 0x9000)
+
+    assert stream_handle(EarlyCoreStream()) == 0x9000
+
+    class BadProtocol:
+        def __cuda_stream__(self):
+            return 0x1
+
+    with pytest.raises(LaunchError, match=r"__cuda_stream__\(\) must return \(version, handle\)"):
+        stream_handle(BadProtocol())
     with pytest.raises(LaunchError, match=">= 0"):
         stream_handle(-3)
     with pytest.raises(LaunchError, match="stream must be"):
@@ -423,6 +645,17 @@ def test_module_image_from_bytes_and_text():
         module_image(b"\xff\xfe\x00junk")
     with pytest.raises(LaunchError, match="sequence of ir.Param"):
         module_image(MODULE, {"saxpy": ("n",)})
+
+
+def test_module_image_reads_signatures_of_ptx_text():
+    from ptxforge.emit import emit
+
+    image = module_image(emit(MODULE))
+    assert image.signatures == {"saxpy": SAXPY_PARAMS} and image.signature_error is None
+    bad = module_image(".version 8.0\n.target sm_80\n.address_size 64\n"
+                       ".visible .entry k(.param .u33 n)\n{ ret; }\n")
+    assert bad.signatures == {} and bad.signature_error.startswith(
+        "ptxforge.parse could not read the PTX: <ptx>:4:26: unknown type .u33")
 
 
 def test_ptx_target_and_device_checks():
@@ -467,13 +700,47 @@ def _driver_missing() -> bool:
 
 @pytest.mark.skipif(not _driver_missing(), reason="a GPU and driver are present here")
 def test_load_without_driver_says_what_is_missing():
+    import ptxforge
     from ptxforge.launch import load
 
-    with pytest.raises(DeviceError) as info:
-        load(MODULE)
-    message = str(info.value)
-    assert ("libcuda" in message or "cuInit failed" in message or "no devices" in message)
-    assert "GPU" in message
+    for attempt in (load, ptxforge.load, load):            # the same answer every time
+        with pytest.raises(DeviceError) as info:
+            attempt(MODULE)
+        message = str(info.value)
+        assert ("libcuda" in message or "cuInit failed" in message or "no devices" in message)
+        assert "GPU" in message
+        # a ptxforge error, not a chained traceback out of cuda.bindings / cuda.pathfinder
+        assert info.value.__cause__ is None
+        assert info.value.__context__ is None or info.value.__suppress_context__
+
+
+def test_import_ptxforge_needs_no_driver():
+    import subprocess
+    import sys
+
+    code = ("import sys, ptxforge, ptxforge.launch, ptxforge.timing, ptxforge.device; "
+            "print('cuda.bindings.driver' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"              # the driver bindings load lazily
+
+
+def test_missing_cuda_bindings_is_a_device_error(monkeypatch):
+    import builtins
+
+    import ptxforge.device as device_mod
+
+    real_import = builtins.__import__
+
+    def no_cuda(name, *args, **kwargs):
+        if name.startswith("cuda"):
+            raise ImportError("No module named 'cuda'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cuda)
+    with pytest.raises(DeviceError, match=r"needs the cuda-bindings package \(pip install cuda-bindings\)") as info:
+        device_mod.driver()
+    assert info.value.__cause__ is None
 
 
 @pytest.mark.skipif(not _driver_missing(), reason="a GPU and driver are present here")
