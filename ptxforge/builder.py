@@ -8,8 +8,8 @@ the op is called, so a mistake surfaces as a :class:`~ptxforge.errors.PtxTypeErr
 op, the expected and given types and the user's line, never as a ptxas error.
 
 The checks live in :mod:`ptxforge.builder_core`; the op families in
-:mod:`ptxforge.builder_arith`, :mod:`ptxforge.builder_memory` and
-:mod:`ptxforge.builder_warp`; the operand checks in :mod:`ptxforge.builder_checks`; the opcode table in
+:mod:`ptxforge.builder_arith`, :mod:`ptxforge.builder_bits`, :mod:`ptxforge.builder_memory`
+and :mod:`ptxforge.builder_warp`; the operand checks in :mod:`ptxforge.builder_checks`; the opcode table in
 :mod:`ptxforge.isa`.  See ``docs/builder.md`` for the full reference.
 
 Example::
@@ -30,6 +30,7 @@ from typing import Iterable
 from . import ir, isa
 from . import types as T
 from .builder_arith import SEED_INPLACE, ArithOps
+from .builder_bits import BitOps, lop3_lut
 from .builder_core import Array, ParamRef, Value, _Core, _assemble, _register_internal, _where, caller_loc
 from .builder_memory import MemoryOps
 from .builder_warp import SPECIAL_REGISTERS, WarpOps
@@ -44,12 +45,13 @@ __all__ = [
     "Value",
     "SEED_INPLACE",
     "SPECIAL_REGISTERS",
+    "lop3_lut",
 ]
 
 _register_internal(__file__)
 
 
-class KernelBuilder(ArithOps, MemoryOps, WarpOps, _Core):
+class KernelBuilder(ArithOps, BitOps, MemoryOps, WarpOps, _Core):
     """Build one ``.entry`` kernel (or, from :meth:`ModuleBuilder.func`, a ``.func``).
 
     Example::

@@ -6,8 +6,9 @@ in-place ops (``iadd``, ``ifma``, ...) write an existing register, for accumulat
 counters.  Operands are type-checked when the op is called, so a mistake surfaces as a
 :class:`~ptxforge.errors.PtxTypeError` pointing at the user's line, never as a ptxas error.
 
-The op families live in :mod:`ptxforge.builder_arith` and :mod:`ptxforge.builder_memory`;
-:mod:`ptxforge.builder` assembles them into :class:`KernelBuilder`.
+The op families live in :mod:`ptxforge.builder_arith`, :mod:`ptxforge.builder_bits`,
+:mod:`ptxforge.builder_memory` and :mod:`ptxforge.builder_warp`; :mod:`ptxforge.builder`
+assembles them into :class:`KernelBuilder`.
 
 """
 

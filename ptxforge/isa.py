@@ -237,6 +237,40 @@ _ROWS = (
     OpSpec("brev", "d, a", (T.b32, T.b64), (), (), "d = bit reverse"),
     OpSpec("bfe", "d, a, u32, u32", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
     OpSpec("bfi", "d, a, b, u32, u32", (T.b32, T.b64), (), (), "d = insert a into b"),
+    # bit twiddling, byte permutes and small dot products (builder_bits) ------------------
+    # Operand kinds: n = a shift/width amount (u32; immediates 0..32 with .clamp, 0..31 with
+    # .wrap); sel = prmt's selector; lut = lop3's 8-bit table (immediate only); base = fns's
+    # start bit (u32, immediates 0..31).  The minimums that matter for a target ptxforge knows
+    # (lop3, dp4a/dp2a, fns, szext, bmsk) were checked with ptxas at the version below
+    # (rejected) and at the one listed (accepted).
+    OpSpec("prmt", "d, a, b, sel", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
+           _rules(("", 20, "2.0")), "d = bytes of the 64-bit {b, a} chosen by selector c"),
+    OpSpec("lop3", "d, a, b, c, lut", (T.b32,), (), _rules(("", 50, "4.3")),
+           "d = F(a, b, c) bitwise, F given by an 8-bit truth table"),
+    OpSpec("shf", "d, a, b, n", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
+           "funnel shift of the 64-bit {b, a}: .l keeps the high word, .r the low word"),
+    OpSpec("dp4a", "d, a, b, c", _I32, (), _rules(("", 61, "5.0")),
+           "d = c + four byte products of a and b (types .atype.btype)"),
+    OpSpec("dp2a", "d, a, b, c", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
+           "d = c + two 16x8-bit products (a's halves, b's low or high bytes)"),
+    OpSpec("sad", "d, a, b, c", _INTS, (), (), "d = c + |a - b|"),
+    OpSpec("bfind", "u32, a", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
+           "d = position of the most significant non-sign bit (0xffffffff if none)"),
+    OpSpec("fns", "u32, a, base, s32", (T.b32,), (), _rules(("", 30, "6.0")),
+           "d = position of the n-th set bit of a from bit base (0xffffffff if none)"),
+    OpSpec("mul24", "d, a, b", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
+    OpSpec("mad24", "d, a, b, c", _I32, ("lo", "hi", "sat"), (),
+           "d = 24x24-bit product (low or high 32 bits) + c",
+           _forbid(("lo sat", ".sat on mad24.lo (only mad24.hi.sat.s32 exists)"),
+                   ("sat u32", ".sat on .u32 mad24 (only mad24.hi.sat.s32 exists)"))),
+    OpSpec("szext", "d, a, n", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
+           "d = the low n bits of a, sign- (.s32) or zero-extended (.u32)"),
+    OpSpec("bmsk", "b32, n, n", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
+           "d = a mask of b ones starting at bit a"),
+    OpSpec("copysign", "d, a, b", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
+    OpSpec("testp", "pred, a", _F, ("finite", "infinite", "number", "notanumber", "normal",
+                                    "subnormal"),
+           _rules(("", 20, "2.0")), "p = a is finite/infinite/a number/NaN/normal/subnormal"),
     # moves, selection, comparison, conversion -------------------------------------------
     OpSpec("mov", "d, a", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
     OpSpec("selp", "d, a, b, pred", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
