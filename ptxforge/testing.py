@@ -10,7 +10,8 @@ and hypothesis shrinks a failure to a few short steps with small picks.  :func:`
 interprets a recipe (pure and deterministic: the same recipe gives byte-identical PTX).
 
 The op catalogue covers every type and op family the builder offers (arithmetic with its
-modifiers, in-place ops, carry chains, compare/select/convert/move/pack, global loads and
+modifiers, in-place ops, carry chains, bit twiddling (prmt, lop3, shf, dp4a/dp2a, szext, bmsk,
+testp, ...), compare/select/convert/move/pack, global loads and
 stores including vectors, shared/local/const arrays, atomics and reductions, barriers and
 fences, shuffles/votes/redux, special registers, calls); entries the builder refuses on a
 target are left out (see :func:`excluded_ops`).

@@ -50,3 +50,22 @@ def test_roundtrip_keeps_spills_and_stack():
     assert regs <= 32 and stores > 0 and loads > 0 and stack > 0
     tree = _stats(emit(parse(corpus_ptx("tree", "sm_80"))), "sm_80")
     assert tree["bvh_count_hits"][3] >= 128  # int stack[32]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_roundtrip_bit_ops(arch):
+    """Every bit-twiddling catalogue form (prmt, lop3, shf, dp4a, szext, testp, ...), plain and
+    guarded, survives parse -> emit unchanged, and ptxas compiles it."""
+    from ptxforge._testing_bits import bit_entries
+    from ptxforge.testing import KernelRecipe, ModuleRecipe, generated
+
+    keys = [e.key for e in bit_entries()]
+    steps = tuple(("op", key, (k, k + 1, k + 2, k + 3), k if k % 3 == 0 else None)
+                  for k, key in enumerate(keys))
+    ptx = generated(ModuleRecipe(arch, (), (KernelRecipe(steps),))).ptx
+    module = parse(ptx)
+    assert emit(module) == ptx
+    families = {i.family for i in module.kernels[0].instructions}
+    assert {"prmt", "lop3", "shf", "dp4a", "dp2a", "sad", "bfind", "fns", "mul24", "mad24",
+            "szext", "bmsk", "copysign", "testp"} <= families
+    assert set(_stats(ptx, arch)) == {"k0"}
