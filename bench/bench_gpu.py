@@ -2,10 +2,13 @@
 
 Measured in one run on one device:
 
-* device-to-device copy bandwidth (``cuMemcpyDtoDAsync``), the reference for memory-bound code;
-* ptxforge ``saxpy`` and ``block_reduce_sum`` bandwidth as a fraction of it (goal: >= 90%);
-* ptxforge ``sgemm_tiled`` against the same tiled algorithm written in CUDA C++, compiled by
-  NVRTC and JIT-loaded through the same driver path (goal: within 5%).
+* device-to-device copy bandwidth (``cuMemcpyDtoDAsync`` timed with CUDA events; read + write
+  bytes, 2 x size), the reference for memory-bound code;
+* ptxforge ``saxpy`` (3 x 4 x N bytes: x read, y read and written) and ``block_reduce_sum``
+  (4 x N bytes read) bandwidth as a fraction of it (goal: >= 90%);
+* ptxforge ``sgemm_tiled`` against the same tiled algorithm written in CUDA C++ and compiled by
+  NVRTC (goal: ptxforge time <= 1.05 x CUDA C++ time).  Both are JIT-compiled by the same
+  driver from PTX, so the same ptxas builds both.
 
 Usage: ``python bench/bench_gpu.py [--quick]``.  Without a GPU it says so and exits 0.
 """
@@ -13,6 +16,7 @@ Usage: ``python bench/bench_gpu.py [--quick]``.  Without a GPU it says so and ex
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -24,13 +28,15 @@ except ImportError:  # running from a checkout without installing
 from ptxforge import ir, types
 from ptxforge.device import gpu_unavailable_reason
 
-# The same algorithm as ptxforge's sgemm_tiled: one thread per C element, TILE x TILE tiles of
-# A and B staged through shared memory, one barrier after loading and one after using a tile.
+# The same algorithm as ptxforge's sgemm_tiled, instruction for instruction in the PTX (pinned
+# by tests/test_examples.py): one thread per C element, TILE x TILE tiles of A and B staged
+# through shared memory with one barrier after loading and one after using a tile, the K loop
+# kept rolled (`#pragma unroll 1` = ptxforge's `.pragma "nounroll"`), the TILE FMAs of a tile
+# unrolled, plain (not `__restrict__`/.nc) global loads, and 256 threads per block at most
+# (`__launch_bounds__`; ptxforge says `.reqntid 16, 16`).
 SGEMM_CUDA = r"""
-extern "C" __global__ void sgemm_tiled_cuda(const float* __restrict__ A,
-                                            const float* __restrict__ B,
-                                            float* __restrict__ C,
-                                            unsigned M, unsigned N, unsigned K)
+extern "C" __global__ void __launch_bounds__(TILE * TILE)
+sgemm_tiled_cuda(const float* A, const float* B, float* C, unsigned M, unsigned N, unsigned K)
 {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
@@ -38,6 +44,7 @@ extern "C" __global__ void sgemm_tiled_cuda(const float* __restrict__ A,
     unsigned row = blockIdx.y * TILE + ty;
     unsigned col = blockIdx.x * TILE + tx;
     float acc = 0.0f;
+    #pragma unroll 1
     for (unsigned k0 = 0; k0 < K; k0 += TILE) {
         As[ty][tx] = A[row * K + k0 + tx];
         Bs[ty][tx] = B[(k0 + ty) * N + col];
@@ -56,6 +63,8 @@ SGEMM_CUDA_PARAMS = (
     ir.Param("C", types.u64, pointer=True), ir.Param("M", types.u32),
     ir.Param("N", types.u32), ir.Param("K", types.u32),
 )
+
+_VERSION_RE = re.compile(r"^\s*\.version\s+\d+\.\d+", re.MULTILINE)
 
 
 def nvrtc_compile(source: str, arch: str, options: tuple = (), *, cubin: bool = False) -> bytes:
@@ -93,9 +102,16 @@ def nvrtc_compile(source: str, arch: str, options: tuple = (), *, cubin: bool = 
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _target_for(info) -> str:
-    """The PTX target to build ptxforge kernels for on this device."""
-    return info.target
+def sgemm_cuda_ptx(target: str, tile: int) -> str:
+    """The CUDA C++ SGEMM as NVRTC's PTX for ``target``."""
+    return nvrtc_compile(SGEMM_CUDA, target, (f"-DTILE={tile}",)).decode()
+
+
+def with_ptx_version(ptx: str, like: str) -> str:
+    """``ptx`` with the ``.version`` line of ``like`` (NVRTC writes its own toolkit's ISA
+    version, which an older driver's JIT refuses even when no newer feature is used)."""
+    version = _VERSION_RE.search(like)
+    return _VERSION_RE.sub(version.group(0).strip(), ptx, count=1) if version else ptx
 
 
 def _build(factory, target, **kwargs):
@@ -106,6 +122,10 @@ def _build(factory, target, **kwargs):
         return factory(target=target, **kwargs)
     except PtxforgeError:
         return factory(target="sm_80", **kwargs)
+
+
+def _better(a, b):
+    return a if b is None or a.median_ms <= b.median_ms else b
 
 
 def main(argv=None) -> int:
@@ -121,8 +141,9 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from ptxforge import kernels
+    from ptxforge import emit, kernels
     from ptxforge.device import DeviceArray, check, device_info, driver
+    from ptxforge.errors import DeviceError
     from ptxforge.launch import load
     from ptxforge.timing import benchmark, time_launch
 
@@ -136,11 +157,11 @@ def main(argv=None) -> int:
     n = (1 << 24) if opts.quick else max(1 << 26, 8 * info.l2_cache_bytes // 4)
     nbytes = 4 * n
     rng = np.random.default_rng(0)
-    results = {}
+    results = []   # (name, value, goal, higher is better)
 
     # --- device-to-device copy ------------------------------------------------------------
     src = DeviceArray.from_host(rng.random(n, dtype=np.float32), opts.device)
-    dst = DeviceArray.empty(n, np.float32, opts.device)
+    dst = DeviceArray.zeros(n, np.float32, opts.device)
 
     def copy(stream):
         check(drv.cuMemcpyDtoDAsync(drv.CUdeviceptr(dst.ptr), drv.CUdeviceptr(src.ptr), nbytes,
@@ -151,13 +172,13 @@ def main(argv=None) -> int:
     print(t_copy)
 
     # --- saxpy ----------------------------------------------------------------------------
-    target = _target_for(info)
+    target = info.target
     saxpy = load(_build(kernels.saxpy, target), opts.device)["saxpy"]
     block = 256
     t_saxpy = time_launch(saxpy, n, 1.0001, src, dst, grid=(n + block - 1) // block, block=block,
                           repeat=repeat, bytes=3 * nbytes, label="ptxforge saxpy")
     print(t_saxpy)
-    results["saxpy / copy bandwidth"] = (t_saxpy.gbps / t_copy.gbps, 0.90)
+    results.append(("saxpy GB/s / copy GB/s", t_saxpy.gbps / t_copy.gbps, 0.90, True))
 
     # --- block reduction ------------------------------------------------------------------
     reduce_k = load(_build(kernels.block_reduce_sum, target, block=block), opts.device)["block_reduce_sum"]
@@ -165,19 +186,17 @@ def main(argv=None) -> int:
     best = None
     for waves in (1, 2, 4):
         grid = max(info.multiprocessors * per_sm * waves, 1)
-        out = DeviceArray.zeros(grid, np.float32, opts.device)
-        t = time_launch(reduce_k, src, out, n, grid=grid, block=block, repeat=repeat,
-                        bytes=nbytes + 4 * grid, label=f"ptxforge block_reduce_sum (grid {grid})")
-        out.free()
+        with DeviceArray.zeros(grid, np.float32, opts.device) as out:
+            t = time_launch(reduce_k, src, out, n, grid=grid, block=block, repeat=repeat,
+                            bytes=nbytes + 4 * grid, label=f"ptxforge block_reduce_sum (grid {grid})")
         print(t)
-        if best is None or t.median_ms < best.median_ms:
-            best = t
-    # the copy reads and writes; a reduction only reads, so compare with the copy's rate
-    results["reduction / copy bandwidth"] = (best.gbps / t_copy.gbps, 0.90)
+        best = _better(t, best)
+    # the copy reads and writes; a reduction only reads: both are bytes moved per second
+    results.append(("reduction GB/s / copy GB/s", best.gbps / t_copy.gbps, 0.90, True))
     src.free()
     dst.free()
 
-    # --- sgemm: ptxforge vs CUDA C++ ------------------------------------------------------
+    # --- sgemm: ptxforge vs CUDA C++, both JIT-compiled by this driver from PTX ------------
     tile = 16
     size = 1024 if opts.quick else 4096
     m = n_ = k = size
@@ -189,36 +208,49 @@ def main(argv=None) -> int:
     flops = 2 * m * n_ * k
     grid, blk = (n_ // tile, m // tile), (tile, tile)
 
-    ours = load(_build(kernels.sgemm_tiled, target, tile=tile), opts.device)["sgemm_tiled"]
-    t_ours = time_launch(ours, a_dev, b_dev, c1, m, n_, k, grid=grid, block=blk, repeat=repeat,
-                         flops=flops, label="ptxforge sgemm_tiled")
-    print(t_ours)
-
+    ours_module = _build(kernels.sgemm_tiled, target, tile=tile)
+    ours = load(ours_module, opts.device)["sgemm_tiled"]
+    ptx = sgemm_cuda_ptx(target, tile)
     how = "NVRTC PTX, driver JIT"
     try:
-        ptx = nvrtc_compile(SGEMM_CUDA, target, (f"-DTILE={tile}",)).decode()
         theirs_mod = load(ptx, opts.device, signatures={"sgemm_tiled_cuda": SGEMM_CUDA_PARAMS})
-    except Exception as exc:  # e.g. the driver is older than NVRTC's PTX ISA
-        how = f"NVRTC cubin (PTX JIT failed: {str(exc).splitlines()[0]})"
-        cubin = nvrtc_compile(SGEMM_CUDA, target, (f"-DTILE={tile}",), cubin=True)
-        theirs_mod = load(cubin, opts.device, signatures={"sgemm_tiled_cuda": SGEMM_CUDA_PARAMS})
+    except DeviceError as exc:
+        if getattr(exc, "cuda_error", "") != "CUDA_ERROR_UNSUPPORTED_PTX_VERSION":
+            raise
+        ptx = with_ptx_version(ptx, emit(ours_module))
+        how = f"NVRTC PTX at ptxforge's {_VERSION_RE.search(ptx).group(0).strip()}, driver JIT"
+        theirs_mod = load(ptx, opts.device, signatures={"sgemm_tiled_cuda": SGEMM_CUDA_PARAMS})
     theirs = theirs_mod["sgemm_tiled_cuda"]
-    t_theirs = time_launch(theirs, a_dev, b_dev, c2, m, n_, k, grid=grid, block=blk,
-                           repeat=repeat, flops=flops, label=f"CUDA C++ sgemm_tiled ({how})")
+    t_ours = t_theirs = None
+    for _ in range(2):                  # alternate, keep each one's better median
+        t_ours = _better(time_launch(ours, a_dev, b_dev, c1, m, n_, k, grid=grid, block=blk,
+                                     repeat=repeat, flops=flops, label="ptxforge sgemm_tiled"), t_ours)
+        t_theirs = _better(time_launch(theirs, a_dev, b_dev, c2, m, n_, k, grid=grid, block=blk,
+                                       repeat=repeat, flops=flops,
+                                       label=f"CUDA C++ sgemm_tiled ({how})"), t_theirs)
+    print(t_ours)
     print(t_theirs)
     print(f"registers: ptxforge {ours.num_regs}, CUDA C++ {theirs.num_regs}")
-    same = np.allclose(c1.to_host(), c2.to_host(), rtol=1e-4, atol=1e-3)
-    print(f"sgemm results agree: {same}")
-    results["sgemm CUDA C++ time / ptxforge time"] = (t_theirs.median_ms / t_ours.median_ms, 0.95)
+    r1, r2 = c1.to_host(), c2.to_host()
+    rows = rng.choice(m, size=min(m, 64), replace=False)   # a float64 reference for some rows
+    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    bound = k * np.finfo(np.float32).eps * (np.abs(a[rows]).astype(np.float64) @ np.abs(b))
+    within = all(bool(np.all(np.abs(r[rows] - ref) <= bound)) for r in (r1, r2))
+    same = within and bool(np.allclose(r1, r2, rtol=1e-5, atol=0))
+    print(f"sgemm results agree: {same} (both within K*eps*(|A|@|B|) of float64 on {len(rows)} "
+          f"rows: {within}; bit-identical: {bool(np.array_equal(r1, r2))})")
+    results.append(("sgemm ptxforge time / CUDA C++ time", t_ours.median_ms / t_theirs.median_ms,
+                    1.05, False))
     for arr in (a_dev, b_dev, c1, c2):
         arr.free()
 
     print("\nratios (goal in brackets):")
     met = True
-    for name, (ratio, goal) in results.items():
-        status = "ok" if ratio >= goal else "BELOW GOAL"
-        met &= ratio >= goal
-        print(f"  {name:40s} {ratio:6.3f}  (>= {goal:.2f})  {status}")
+    for name, ratio, goal, higher in results:
+        good = ratio >= goal if higher else ratio <= goal
+        met &= good
+        print(f"  {name:40s} {ratio:6.3f}  ({'>=' if higher else '<='} {goal:.2f})  "
+              f"{'ok' if good else 'MISSED'}")
     print("all goals met" if met and same else "some goals not met")
     return 0
 

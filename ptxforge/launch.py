@@ -115,7 +115,9 @@ class LoadedModule:
             try:
                 check(result, f"cuModuleLoadDataEx ({image.kind})")
             except DeviceError as exc:
-                raise DeviceError(f"{exc}" + (f"\n--- driver JIT log ---\n{log}" if log else "")) from None
+                error = DeviceError(f"{exc}" + (f"\n--- driver JIT log ---\n{log}" if log else ""))
+                error.cuda_error = getattr(exc, "cuda_error", None)  # type: ignore[attr-defined]
+                raise error from None
         self.handle = result[1]
         self.jit_log = _read_log(info)
         self._unloaded = False

@@ -763,3 +763,52 @@ def test_bad_timing_counts_fail_before_touching_the_driver():
         benchmark(lambda s: None, repeat=0)
     with pytest.raises(LaunchError, match="warmup must be an int >= 0"):
         benchmark(lambda s: None, warmup=-1)
+
+
+# --- the echo kernel: a GPU check of every parameter's bytes (tests/test_gpu.py runs it) ------
+
+ECHO_PARAMS = (
+    ir.Param("out", types.u64, pointer=True, state_space="global"),
+    ir.Param("a", types.u8), ir.Param("b", types.u16), ir.Param("c", types.f64),
+    ir.Param("s", types.b8, align=16, dims=(20,)), ir.Param("d", types.s8),
+    ir.Param("f", types.f32), ir.Param("g", types.s64), ir.Param("h", types.f16),
+    ir.Param("w", types.b32, align=8, dims=(3,)), ir.Param("z", types.u8),
+)
+ECHO_ARGS = dict(a=0xA5, b=0xBEEF, c=-2.5, s=bytes(range(100, 120)), d=-3, f=0.375,
+                 g=-(2**40) - 7, h=1.5, w=[1, 0xFFFFFFFF, 0x12345678], z=0x5A)
+
+
+def echo_kernel_ptx(target: str = "sm_80", version: str = "7.0") -> str:
+    """PTX of ``echo(out, a, b, ...)``: writes the bytes of every parameter after ``out`` into
+    ``out`` at that parameter's own offset in the parameter space, so ``out`` should come back
+    equal to :func:`pack_param_buffer` of the arguments (apart from the pointer itself)."""
+    slots = {s.name: s for s in param_layout(ECHO_PARAMS)}
+    decls = ",\n".join(f"\t.param {'.align %d ' % p.align if p.align else ''}.{p.type.name} "
+                       f"{'.ptr.global ' if p.pointer else ''}"
+                       f"{p.name}{''.join(f'[{n}]' for n in p.dims)}" for p in ECHO_PARAMS)
+    body = ["\tld.param.u64 %rd1, [out];", "\tcvta.to.global.u64 %rd1, %rd1;"]
+    width = {1: ("u8", "%rs1"), 2: ("b16", "%rs1"), 4: ("b32", "%r1"), 8: ("b64", "%rd2")}
+    for p in ECHO_PARAMS[1:]:
+        slot = slots[p.name]
+        step = max(p.type.bits // 8, 1)
+        kind, reg = width[step]
+        for i in range(0, slot.size, step):
+            body.append(f"\tld.param.{kind} {reg}, [{p.name}+{i}];")
+            body.append(f"\tst.global.{kind} [%rd1+{slot.offset + i}], {reg};")
+    return (f".version {version}\n.target {target}\n.address_size 64\n\n"
+            f".visible .entry echo(\n{decls}\n)\n{{\n\t.reg .b16 %rs<2>;\n\t.reg .b32 %r<2>;\n"
+            f"\t.reg .b64 %rd<3>;\n" + "\n".join(body) + "\n\tret;\n}\n")
+
+
+def test_echo_kernel_is_accepted_by_ptxas_with_our_layout():
+    from ptxforge.compile import compile_ptx
+    from ptxforge.parse import parse
+
+    ptx = echo_kernel_ptx()
+    assert parse(ptx).entries[0].params == ECHO_PARAMS
+    cubin = compile_ptx(ptx, "sm_80", backend="nvjitlink").cubin
+    assert list(cubin_param_layout(cubin, "echo")) == [(s.offset, s.size) for s in param_layout(ECHO_PARAMS)]
+    bound = bind_args(ir.Kernel("echo", params=ECHO_PARAMS), (0x1000,), ECHO_ARGS)
+    raw = pack_param_buffer(bound)
+    assert len(raw) == param_layout(ECHO_PARAMS)[-1].offset + 1
+    assert raw[param_layout(ECHO_PARAMS)[4].offset:][:20] == bytes(range(100, 120))

@@ -349,6 +349,7 @@ def test_jit_failure_carries_the_log_and_a_hint(fake):
     text = str(info.value)
     assert "CUDA_ERROR_INVALID_PTX" in text and "Unresolved extern function 'nope'" in text
     assert "driver's ptxas rejected the PTX" in text
+    assert info.value.cuda_error == "CUDA_ERROR_INVALID_PTX"      # kept for callers to branch on
 
 
 def test_target_newer_than_device_is_refused_before_jit(fake):
