@@ -3,8 +3,9 @@
 The front doors are :class:`KernelBuilder` (write kernels in Python) and :func:`parse` (read
 PTX from any compiler); both produce the same IR (:mod:`ptxforge.ir`).  From there:
 :func:`emit` writes PTX, :func:`analyze_pressure` runs liveness and reports the peak,
-:func:`compile_ptx` asks ptxas what it assigned, :func:`occupancy` says what that costs, and
-:func:`compare` puts estimate and ptxas side by side.  GPU-only paths (:func:`load`) import
+:func:`compile_ptx` asks ptxas what it assigned, :func:`occupancy` says what that costs,
+:func:`compare` puts estimate and ptxas side by side, and :func:`sass_report` adds the physical
+registers live in the SASS (read with nvdisasm).  GPU-only paths (:func:`load`) import
 the driver lazily; everything else works on a machine without a GPU.
 """
 
@@ -37,6 +38,8 @@ from .occupancy import ArchProps, Occupancy, RegisterCliffs, arch_props, occupan
 from .parse import parse, parse_file
 from .pressure import PressureReport, analyze_pressure
 from .ptxas_log import PtxasLog, parse_ptxas_log
+from .sass import SassFunction, SassInstruction, SassLiveness, find_nvdisasm, sass_liveness
+from .sass_report import SassReport, sass_report
 from .sweep import Sweep, sweep
 from .variants import compare_variants
 
@@ -68,6 +71,9 @@ __all__ = [
     "available_backends", "backend_status", "parse_ptxas_log", "PtxasLog", "read_cubin",
     "CubinInfo", "occupancy", "register_cliffs", "Occupancy", "RegisterCliffs", "ArchProps",
     "arch_props", "compare", "Comparison", "Estimate", "sweep", "Sweep",
+    # SASS ground truth (nvdisasm)
+    "sass_liveness", "SassLiveness", "SassFunction", "SassInstruction", "find_nvdisasm",
+    "sass_report", "SassReport",
     # GPU
     "load",
     # errors

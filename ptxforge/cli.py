@@ -7,6 +7,7 @@ Commands (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the o
     ptxforge compare A.ptx B.ptx [--arch] [--block] [--kernel] [--no-compile] [--json] [--top N]
     ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--kernel] [--json]
     ptxforge occupancy --arch sm_86 --regs 51 --block 256 [--smem BYTES] [--json]
+    ptxforge sass FILE.ptx|FILE.cubin [--arch sm_80] [--kernel NAME] [--json] [--top N]
 
 ``-`` as a file reads standard input.  Exit status: 0 success, 1 the input could not be read,
 parsed, compiled or analysed (unknown kernel included), 2 usage error (bad option or value,
@@ -147,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="registers per thread")
     o.add_argument("--smem", default=0, type=_int_range(0, None, "shared memory size"),
                    help="shared memory per block in bytes (default 0)")
+
+    g = sub.add_parser("sass", help="estimate vs SASS peak live registers (nvdisasm) vs "
+                                    "ptxas's REGCOUNT",
+                       description="Compile with line info, read the physical register "
+                                   "liveness of the SASS with nvdisasm, and set it beside the "
+                                   "PTX estimate and REGCOUNT. A .cubin is read as it is.")
+    g.add_argument("file", metavar="FILE")
+    g.add_argument("--arch", default="sm_80", type=_arch(True),
+                   help="target architecture for PTX input (default sm_80)")
+    g.add_argument("--kernel", metavar="NAME",
+                   help="report only this kernel (default: every .entry)")
+    g.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    g.add_argument("--top", default=10, type=top,
+                   help="peak SASS instructions listed per kernel (default 10, 0: all)")
     return p
 
 
@@ -216,7 +231,19 @@ def _occupancy(args) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"analyze": _analyze, "compare": _compare, "sweep": _sweep, "occupancy": _occupancy}
+def _sass(args) -> int:
+    from .sass_report import sass_report
+
+    data, name = _read(args.file)
+    if data[:4] != b"\x7fELF":
+        data = data.decode("utf-8", errors="replace")
+    res = sass_report(data, args.arch, kernel=args.kernel, file=name)
+    _emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
+    return EXIT_OK
+
+
+_COMMANDS = {"analyze": _analyze, "compare": _compare, "sweep": _sweep, "occupancy": _occupancy,
+             "sass": _sass}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
