@@ -4,9 +4,10 @@ The estimate is what the code needs (maximum simultaneously live general registe
 units, and predicates); ptxas's count is what the kernel gets.  The gap has known systematic
 parts, explained in every report:
 
-* ptxas reserves registers beyond the code's needs: the count it reports is the highest
-  register index used plus a few (on sm_80/sm_90 typically + 3: ABI/scratch registers), and
-  allocation is in pairs/quads for 64/128-bit values, which leaves holes;
+* ptxas's count is not the most registers live at once: it is the highest register index
+  the SASS uses + 1, plus 2 (measured with ptxas 13 on sm_75 … sm_120 for every corpus
+  kernel; :mod:`ptxforge.sass` reads both from the SASS), and allocation is in pairs/quads
+  for 64/128-bit values, which leaves holes below the highest register;
 * predicates live in their own 7-entry file (P0..P6) and never count as registers — unless
   more than 7 are live, when ptxas keeps the excess in general registers;
 * constants and kernel parameters are folded into instructions as immediates and constant
@@ -45,9 +46,10 @@ _FLOOR = 24
 _WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
 
 EXPLANATIONS = (
-    "ptxas reports the highest physical register index used plus its reserved registers "
-    "(on sm_80/sm_90 typically +3 over what the code needs); 64-bit values take aligned "
-    "register pairs, leaving holes.",
+    "ptxas's count is the highest physical register index the SASS uses + 1, plus 2 "
+    "(measured with ptxas 13 on sm_75 to sm_120), not the most registers live at once: "
+    "64-bit values take aligned register pairs, leaving holes (`ptxforge sass` shows the "
+    "registers live in the SASS).",
     "Predicates live in their own file (7 per thread) and are not in ptxas's register count.",
     "Constants and kernel parameters are folded into instructions (immediates, c[0x0][...] "
     "operands), so values the PTX keeps in registers may cost none.",
@@ -121,7 +123,9 @@ class Comparison:
         if "warp-sync" in self.features and self.target.rstrip("af") in _WARP_SYNC_FLOOR_TARGETS:
             return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
                     f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "
-                    "one-shfl kernel gets 24 instead of 8), so the gap is that floor.")
+                    "one-shfl kernel gets 24 instead of 8), so the gap is that floor: ptxas "
+                    "puts its __cuda_sm70_* helper functions (24 registers, the call ABI) in "
+                    "the kernel's call graph even where the instruction is inlined.")
         return ""
 
     def notes(self, general: bool = True) -> tuple:

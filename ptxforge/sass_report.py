@@ -22,7 +22,7 @@ JSON (``"schema": "ptxforge.sass/1"``)::
                      used, instructions, peak_count,
                      peak_offsets, live_at_peak, peak_instructions: [INSTR]},
               ptxas: {registers, body_registers, spill_stores, spill_loads, register_cap},
-              reserved, holes, estimate_minus_sass, regcount_reason,
+              regcount_minus_span, holes, estimate_minus_sass, regcount_reason,
               call_graph: [{name, regcount, span, sass_peak}]}
     INSTR  = {offset, text, counts: {group: n}, source, ptx_line, ptx}
 
@@ -86,7 +86,7 @@ class SassKernelReport:
         return self.function.span("GPR")
 
     @property
-    def reserved(self) -> Optional[int]:
+    def above_span(self) -> Optional[int]:
         """REGCOUNT − span (2 unless the call graph needs more)."""
         return None if self.regcount is None else self.regcount - self.span
 
@@ -135,7 +135,7 @@ class SassKernelReport:
                       "spill_stores": None if s is None else s.spill_stores,
                       "spill_loads": None if s is None else s.spill_loads,
                       "register_cap": None if s is None else s.register_cap},
-            "reserved": self.reserved, "holes": self.holes,
+            "regcount_minus_span": self.above_span, "holes": self.holes,
             "estimate_minus_sass": self.estimate_minus_sass,
             "regcount_reason": self.regcount_reason(),
             "call_graph": [{"name": c.name, "regcount": c.regcount, "span": c.span("GPR"),
@@ -219,7 +219,7 @@ class SassReport:
         via = f"ptxas via {self.backend}; " if self.backend else ""
         head = [f"{self.file}: {self.arch}; {via}nvdisasm {self.sass.version}", ""]
         rows = [(k.name, "-" if k.estimate is None else k.estimate.registers, k.sass_peak,
-                 k.span, k.regcount, k.reserved, len(k.callees) or "")
+                 k.span, k.regcount, k.above_span, len(k.callees) or "")
                 for k in self.kernels]
         head += table(("kernel", "estimate", "SASS peak", "span", "REGCOUNT", "REGCOUNT-span",
                        "callees"), rows)

@@ -134,7 +134,8 @@ def test_parse_errors_name_the_line(old, new, message):
 
 
 def test_instruction_without_table_is_an_error():
-    text = re.sub(r"(IMAD R4, R4, c\[0x0\]\[0x0\], R3 ;)\s*//.*", r"\1", _text("saxpy_sm80.narrow.txt"))
+    text = re.sub(r"(IMAD R4, R4, c\[0x0\]\[0x0\], R3 ;)\s*//.*", r"\1",
+                  _text("saxpy_sm80.narrow.txt"))
     with pytest.raises(PtxforgeError, match="instruction of saxpy without life-range columns"):
         parse_life_ranges(text)
 
@@ -204,7 +205,8 @@ def test_a_target_this_nvdisasm_does_not_read():
         pytest.skip(f"no ptxas for sm_70 here: {exc}")
     if nvdisasm_version(find_nvdisasm()).split(".")[0] != "13":
         pytest.skip("a CUDA 12 nvdisasm still reads sm_70")
-    with pytest.raises(PtxforgeError, match=r"(?s)SM70.*hint: this nvdisasm .* does not read sm_70"):
+    with pytest.raises(PtxforgeError,
+                       match=r"(?s)SM70.*hint: this nvdisasm .* does not read sm_70"):
         sass_liveness(c)
 
 
@@ -362,8 +364,8 @@ def test_cubin_alone_and_determinism():
 
 # --- the command ------------------------------------------------------------------------------
 
-KERNEL_KEYS = {"name", "estimate", "sass", "ptxas", "reserved", "holes", "estimate_minus_sass",
-               "regcount_reason", "call_graph"}
+KERNEL_KEYS = {"name", "estimate", "sass", "ptxas", "regcount_minus_span", "holes",
+               "estimate_minus_sass", "regcount_reason", "call_graph"}
 SASS_KEYS = {"registers", "registers_without_call_clobbers", "predicates", "uniform", "span",
              "used", "instructions", "peak_count", "peak_offsets", "live_at_peak",
              "peak_instructions"}
@@ -392,7 +394,8 @@ def test_cli_json(tmp_path, capsys):
         assert {"registers", "spill_stores", "spill_loads"} <= set(k["ptxas"])
         assert k["sass"]["registers"] == kr.sass_peak and k["ptxas"]["registers"] == kr.regcount
         assert k["estimate"]["registers"] == kr.estimate.registers
-        assert k["reserved"] == k["ptxas"]["registers"] - k["sass"]["span"]
+        assert k["regcount_minus_span"] == k["ptxas"]["registers"] - k["sass"]["span"]
+        assert k["holes"] == k["sass"]["span"] - k["sass"]["registers"]
         assert len(k["sass"]["peak_instructions"]) == min(2, k["sass"]["peak_count"])
         for i in k["sass"]["peak_instructions"]:
             assert set(i) == INSTR_KEYS and i["offset"] in k["sass"]["peak_offsets"]
@@ -405,7 +408,7 @@ def test_cli_text_and_cubin(tmp_path, capsys):
     k = corpus_report("weno", "sm_80").kernels[0]
     assert code == 0
     assert re.search(rf"^  weno5_reconstruct\s+{k.estimate.registers}\s+{k.sass_peak}\s+"
-                     rf"{k.span}\s+{k.regcount}\s+{k.reserved}\s+1$", out, re.M)
+                     rf"{k.span}\s+{k.regcount}\s+{k.above_span}\s+1$", out, re.M)
     assert f"REGCOUNT {k.regcount} = highest GPR used (R{k.span - 1}) + 1 + 2" in out
     assert "weno.cu:" in out
     cubin = tmp_path / "weno.cubin"
@@ -438,3 +441,33 @@ def test_cli_output_is_the_same_in_another_process(tmp_path, capsys):
     there = subprocess.run([sys.executable, "-m", "ptxforge", "sass", str(ptx), "--json"],
                            capture_output=True, text=True, env=env, check=True).stdout
     assert here == there
+
+
+WARP_SYNC = ["redux.sync.add.u32 %r2, %r1, 0xffffffff;",
+             "match.any.sync.b32 %r2, %r1, 0xffffffff;",
+             "vote.sync.ballot.b32 %r2, 1, 0xffffffff;",
+             "bar.warp.sync 0xffffffff; mov.u32 %r2, %r1;",
+             "shfl.sync.idx.b32 %r2, %r1, 0, 31, 0xffffffff;"]
+
+
+def one_op(op: str, target: str) -> str:
+    return (f".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 p)\n"
+            "{\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [p];\n"
+            "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2];\n"
+            f"\t{op}\n\tst.global.u32 [%rd2], %r2;\n\tret;\n}}\n")
+
+
+@pytest.mark.parametrize("op", WARP_SYNC)
+def test_warp_sync_floor_is_the_call_graph(op):
+    """On sm_80 ptxas 13 puts a __cuda_* helper per warp-synchronous instruction in the
+    kernel's call graph (the SASS instruction stays inline) and REGCOUNT is the helper's;
+    on sm_90 there is no helper and REGCOUNT is the kernel's own span + 2."""
+    plain = sass_report(one_op("mov.u32 %r2, %r1;", "sm_80"), "sm_80").kernels[0]
+    (k80,) = sass_report(one_op(op, "sm_80"), "sm_80").kernels
+    (k90,) = sass_report(one_op(op, "sm_90"), "sm_90").kernels
+    assert plain.callees == () and plain.regcount == plain.span + RESERVED
+    assert len(k80.callees) == 1 and k80.callees[0].name.startswith("__cuda_")
+    assert not any(i.is_call for i in k80.function.instructions)
+    assert k80.regcount == k80.callees[0].regcount > k80.span + RESERVED
+    assert "is the call graph's maximum" in k80.regcount_reason()
+    assert k90.callees == () and k90.regcount == k90.span + RESERVED
