@@ -471,3 +471,27 @@ def test_warp_sync_floor_is_the_call_graph(op):
     assert k80.regcount == k80.callees[0].regcount > k80.span + RESERVED
     assert "is the call graph's maximum" in k80.regcount_reason()
     assert k90.callees == () and k90.regcount == k90.span + RESERVED
+
+
+def test_docs_examples_are_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    """docs/sass.md: the python block runs, and each `$ ptxforge sass` example is this
+    command's output (source paths and column padding aside: they follow the checkout)."""
+    doc = (ROOT / "docs" / "sass.md").read_text()
+    for block in re.findall(r"```python\n(.*?)```", doc, re.S):
+        exec(compile(block, "docs/sass.md", "exec"), {})
+    capsys.readouterr()
+    examples = re.findall(r"```\n\$ (ptxforge sass .*?)\n(.*?)```", doc, re.S)
+    assert len(examples) == 2
+    version = re.search(r"nvdisasm (\d+\.\d+)", examples[0][1]).group(1)
+    if nvdisasm_version(find_nvdisasm()) != version:
+        pytest.skip(f"the examples were made with nvdisasm {version}")
+
+    def norm(text: str) -> str:
+        return re.sub(r"[ \t]+", " ", re.sub(r"\S*/(\w+\.cu:)", r"\1", text)).strip()
+
+    monkeypatch.chdir(tmp_path)
+    for command, expected in examples:
+        argv = command.split()[1:]
+        Path(argv[1]).write_text(corpus_ptx(argv[1].removesuffix(".ptx"), "sm_80", True))
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and norm(out) == norm(expected)
