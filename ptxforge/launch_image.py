@@ -107,7 +107,8 @@ def module_image(source: Any, signatures: Optional[Mapping[str, Sequence[ir.Para
 
     ``source`` is an :class:`ir.Module`, PTX text (``str``), cubin/fatbin/PTX ``bytes``, or an
     object with a ``cubin`` attribute (a compile result).  ``signatures`` adds or overrides
-    entry signatures (needed for cubins and for PTX when :mod:`ptxforge.parse` is absent).
+    entry signatures (needed for cubins, and for PTX text :mod:`ptxforge.parse` cannot read);
+    for a cubin they are checked against its own parameter layout here (LaunchError).
     """
     extra = {name: tuple(params) for name, params in (signatures or {}).items()}
     for name, params in extra.items():

@@ -179,7 +179,11 @@ def test_driver_param_layout_matches_ours(loaded, modules):
     core.Device(0).set_current()
     for name, module in modules.items():
         kernel = core.ObjectCode.from_ptx(emit(module)).get_kernel(name)
-        theirs = [(int(p.offset), int(p.size)) for p in kernel.arguments_info]
+        try:
+            info = kernel.arguments_info
+        except Exception as exc:  # cuKernelGetParamInfo needs a CUDA >= 12.4 driver
+            pytest.skip(f"cuda.core cannot report parameter layouts with this driver: {exc}")
+        theirs = [(int(p.offset), int(p.size)) for p in info]
         ours = [(s.offset, s.size) for s in param_layout(loaded[name].params)]
         assert theirs == ours, name
 

@@ -812,3 +812,13 @@ def test_echo_kernel_is_accepted_by_ptxas_with_our_layout():
     raw = pack_param_buffer(bound)
     assert len(raw) == param_layout(ECHO_PARAMS)[-1].offset + 1
     assert raw[param_layout(ECHO_PARAMS)[4].offset:][:20] == bytes(range(100, 120))
+
+
+def test_docs_quote_the_real_error_message():
+    from pathlib import Path
+
+    with pytest.raises(LaunchError) as info:
+        bind_args(SAXPY, (-1, 2.0, 16, 32))
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "launch.md").read_text()
+    assert str(info.value) in " ".join(docs.split())
+    assert "has not yet run on a GPU" in docs
