@@ -17,7 +17,6 @@ import struct
 import pytest
 
 from ptxforge import ir
-from ptxforge import types as T
 from ptxforge.builder import KernelBuilder
 
 M32 = 0xFFFFFFFF
