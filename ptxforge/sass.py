@@ -43,6 +43,7 @@ from typing import Optional, Sequence, Union
 import attrs
 
 from ._sass_parse import SourceLine, parse_life_ranges, parse_line_annotations
+from .compile import Compiled
 from .cubin import CubinInfo, read_cubin
 from .errors import BackendUnavailableError, PtxforgeError
 
@@ -370,8 +371,6 @@ def _ptx_texts(data: bytes, info: CubinInfo) -> dict:
 
 
 def _cubin_bytes(cubin) -> bytes:
-    from .compile import Compiled
-
     if isinstance(cubin, Compiled):
         if cubin.cubin is None:
             raise PtxforgeError(f"sass: the {cubin.backend} backend produced no cubin; compile "
