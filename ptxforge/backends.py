@@ -20,6 +20,7 @@ from typing import Optional
 
 import attrs
 
+from ._worker import nvjitlink_link
 from .errors import BackendUnavailableError, CompileError, DeviceError
 
 __all__ = ["RawResult", "Backend", "NvJitLinkBackend", "PtxasBackend", "DriverBackend",
@@ -40,12 +41,21 @@ class RawResult:
     wall_time_s: float
     attributes: dict = attrs.field(factory=dict, eq=False)   # kernel -> {attr: value}
     tool: str = ""                                            # e.g. "nvJitLink 13.5"
+    tool_version: tuple = ()                                  # e.g. (13, 5)
+    tool_path: Optional[str] = None                           # the ptxas executable run
+    note: Optional[str] = None                                # e.g. how the PTX was adjusted
 
 
 class Backend:
-    """Base class: ``status()`` says whether it can run here and why not."""
+    """Base class: ``status()`` says whether it can run here and why not.
+
+    ``in_process`` backends run the compiler inside this process (a crash there ends it);
+    :meth:`compile_isolated` runs them in a child process instead (:mod:`ptxforge.isolate`).
+    """
 
     name = "?"
+    label = "?"            # how messages name it ("nvJitLink", "the ptxas executable")
+    in_process = True
 
     def status(self) -> tuple:
         """(available, description-or-reason)."""
@@ -56,6 +66,40 @@ class Backend:
 
     def compile(self, ptx: str, target: str, options) -> RawResult:
         raise NotImplementedError
+
+    def isolated_job(self, ptx: str, target: str, options) -> tuple:
+        """The job a worker child runs for :meth:`compile` (see :mod:`ptxforge.isolate`)."""
+        return ("call", ("ptxforge.backends", "_compile_in_child", (self, ptx, target, options)))
+
+    def finish(self, outcome, target: str, options) -> RawResult:
+        """The RawResult of a worker's outcome; raises what the child raised, or
+        :class:`~ptxforge.isolate.CompilerCrashError` when the child died."""
+        from .isolate import Crash, CompilerCrashError, error_from_child
+
+        if isinstance(outcome, Crash):
+            cap = getattr(options, "max_registers", None)
+            at = f" at cap {cap}" if cap is not None else ""
+            raise CompilerCrashError(
+                f"{self.label} crashed ({outcome.describe()}){at} compiling for {target}",
+                outcome, backend=self.name)
+        kind, value = outcome
+        if kind == "raise":
+            raise error_from_child(value)
+        return value
+
+    def compile_isolated(self, ptx: str, target: str, options, pool=None) -> RawResult:
+        """:meth:`compile` in a worker child (in this process for out-of-process backends)."""
+        if not self.in_process:
+            return self.compile(ptx, target, options)
+        from .isolate import shared_pool
+
+        job = self.isolated_job(ptx, target, options)
+        return self.finish((pool or shared_pool()).run(job), target, options)
+
+
+def _compile_in_child(backend: "Backend", ptx: str, target: str, options) -> RawResult:
+    """Entry point of a ``call`` job: the backend's in-process compile."""
+    return backend.compile(ptx, target, options)
 
 
 def _compile_error(backend: str, target: str, log: str, what: str) -> CompileError:
@@ -70,6 +114,7 @@ class NvJitLinkBackend(Backend):
     """ptxas inside libnvJitLink (pip nvidia-nvjitlink): no GPU, no driver needed."""
 
     name = "nvjitlink"
+    label = "nvJitLink"
 
     @staticmethod
     def _module():
@@ -81,10 +126,13 @@ class NvJitLinkBackend(Backend):
                 "pip install cuda-bindings nvidia-nvjitlink") from exc
         return nvjitlink
 
+    def version(self) -> tuple:
+        """(major, minor) of the installed nvJitLink."""
+        return tuple(self._module().version())
+
     def status(self) -> tuple:
         try:
-            nvj = self._module()
-            major, minor = nvj.version()
+            major, minor = self.version()
         except Exception as exc:
             return False, str(exc)
         return True, f"nvJitLink {major}.{minor}"
@@ -100,47 +148,33 @@ class NvJitLinkBackend(Backend):
         return True
 
     def compile(self, ptx: str, target: str, options) -> RawResult:
-        nvj = self._module()
+        self._module()
         args = options.nvjitlink_args(target)
-        try:
-            handle = nvj.create(len(args), args)
-        except nvj.nvJitLinkError as exc:
-            if "ARCH" in str(exc):
+        return self._result(nvjitlink_link(args, ptx.encode()), target, args)
+
+    def isolated_job(self, ptx: str, target: str, options) -> tuple:
+        return ("nvjitlink", (options.nvjitlink_args(target), ptx.encode()))
+
+    def finish(self, outcome, target: str, options) -> RawResult:
+        if isinstance(outcome, tuple) and outcome[0] == "ok":
+            return self._result(outcome[1], target, options.nvjitlink_args(target))
+        return super().finish(outcome, target, options)
+
+    def _result(self, res: dict, target: str, args: list) -> RawResult:
+        version = ".".join(map(str, res["version"]))
+        if res["stage"] == "create":
+            if "ARCH" in res["error"]:
                 raise BackendUnavailableError(
-                    f"nvjitlink backend: the installed nvJitLink {'.'.join(map(str, nvj.version()))} "
-                    f"refuses target {target} ({exc}); use backend='ptxas' with a CUDA 12 ptxas "
-                    f"({_PIP_HINT})") from exc
-            raise CompileError(f"nvJitLink rejected the options {args}: {exc}",
-                               backend=self.name) from exc
-        t0 = time.perf_counter()
-        try:
-            data = ptx.encode()
-            failed = None
-            try:
-                nvj.add_data(handle, nvj.InputType.PTX, data, len(data), "ptxforge.ptx")
-                nvj.complete(handle)
-            except nvj.nvJitLinkError as exc:
-                failed = exc
-            info = _read_log(nvj.get_info_log_size, nvj.get_info_log, handle)
-            if failed is not None:
-                err = _read_log(nvj.get_error_log_size, nvj.get_error_log, handle)
-                raise _compile_error(self.name, target, (err + "\n" + info).strip(), str(failed))
-            size = nvj.get_linked_cubin_size(handle)
-            cubin = bytearray(size)
-            nvj.get_linked_cubin(handle, cubin)
-        finally:
-            nvj.destroy(handle)
-        return RawResult(self.name, target, bytes(cubin), info, time.perf_counter() - t0,
-                         tool=self.status()[1])
-
-
-def _read_log(size_fn, get_fn, handle) -> str:
-    size = size_fn(handle)
-    if not size:
-        return ""
-    buf = bytearray(size)
-    get_fn(handle, buf)
-    return buf.decode(errors="replace").replace("\x00", "")
+                    f"nvjitlink backend: the installed nvJitLink {version} refuses target "
+                    f"{target} ({res['error']}); use backend='ptxas' with a CUDA 12 ptxas "
+                    f"({_PIP_HINT})")
+            raise CompileError(f"nvJitLink rejected the options {args}: {res['error']}",
+                               backend=self.name)
+        if res["error"] is not None:
+            raise _compile_error(self.name, target,
+                                 (res["error_log"] + "\n" + res["info"]).strip(), res["error"])
+        return RawResult(self.name, target, res["cubin"], res["info"], res["wall"],
+                         tool=f"nvJitLink {version}", tool_version=tuple(res["version"]))
 
 
 # --- ptxas executable -------------------------------------------------------------------------
@@ -161,10 +195,31 @@ def _pip_ptxas() -> list:
     return found
 
 
-def find_ptxas() -> list:
-    """Every ptxas found: $PTXFORGE_PTXAS, PATH, $CUDA_HOME/$CUDA_PATH, pip packages (in order)."""
-    cands = []
+def _env_ptxas() -> Optional[str]:
+    """``$PTXFORGE_PTXAS`` checked: None when unset; an error when it names no executable."""
     env = os.environ.get("PTXFORGE_PTXAS")
+    if not env:
+        return None
+    if not os.path.isfile(env):
+        what = "is a directory" if os.path.isdir(env) else "does not exist"
+        raise BackendUnavailableError(
+            f"PTXFORGE_PTXAS={env!r}: the path {what}; expected the path of a ptxas "
+            "executable (or unset PTXFORGE_PTXAS to search PATH, CUDA_HOME and pip packages)")
+    if not os.access(env, os.X_OK):
+        raise BackendUnavailableError(
+            f"PTXFORGE_PTXAS={env!r}: the file is not executable; expected the path of a "
+            "ptxas executable (chmod +x it, or unset PTXFORGE_PTXAS)")
+    return env
+
+
+def find_ptxas() -> list:
+    """Every ptxas found: $PTXFORGE_PTXAS, PATH, $CUDA_HOME/$CUDA_PATH, pip packages (in order).
+
+    Raises :class:`BackendUnavailableError` when ``$PTXFORGE_PTXAS`` is set but names no
+    executable file (a typo there must not silently pick another ptxas).
+    """
+    cands = []
+    env = _env_ptxas()
     if env:
         cands.append(env)
     which = shutil.which("ptxas")
@@ -196,10 +251,28 @@ def ptxas_version(path: str) -> tuple:
 _NOT_A_TARGET = re.compile(r"Value '[^']+' is not defined for option 'gpu-name'")
 
 
+@functools.lru_cache(maxsize=64)
+def _accepts(exe: str, target: str) -> bool:
+    """Whether the ptxas executable ``exe`` knows ``target`` (``-arch=T --version``)."""
+    try:
+        proc = subprocess.run([exe, f"-arch={target}", "--version"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and not _NOT_A_TARGET.search(proc.stdout + proc.stderr)
+
+
+def _describe(exe: str) -> str:
+    return f"ptxas {'.'.join(map(str, ptxas_version(exe)))} ({exe})"
+
+
 class PtxasBackend(Backend):
-    """A ptxas executable; ``path`` pins one, else each found ptxas is tried newest first."""
+    """A ptxas executable; ``path`` pins one, else each found ptxas is tried newest first
+    (``$PTXFORGE_PTXAS``, when set, is the only one tried)."""
 
     name = "ptxas"
+    label = "the ptxas executable"
+    in_process = False
 
     def __init__(self, path: Optional[str] = None) -> None:
         self.path = path
@@ -207,14 +280,31 @@ class PtxasBackend(Backend):
     def candidates(self) -> list:
         if self.path:
             return [self.path]
+        env = _env_ptxas()
+        if env:
+            return [env]
         return sorted(find_ptxas(), key=lambda p: ptxas_version(p), reverse=True)
 
     def status(self) -> tuple:
-        cands = self.candidates()
+        try:
+            cands = self.candidates()
+        except BackendUnavailableError as exc:
+            return False, str(exc)
         if not cands:
             return False, ("no ptxas executable on PATH, under CUDA_HOME/CUDA_PATH or in a pip "
                            f"package; {_PIP_HINT} adds one (the CUDA 12 ptxas also targets sm_70)")
         return True, "; ".join(f"{p} (CUDA {'.'.join(map(str, ptxas_version(p)))})" for p in cands)
+
+    def for_target(self, target: str) -> Optional["PtxasBackend"]:
+        """A backend pinned to the newest ptxas that accepts ``target`` (None: none does)."""
+        try:
+            cands = self.candidates()
+        except BackendUnavailableError:
+            return None
+        for exe in cands:
+            if _accepts(exe, target):
+                return PtxasBackend(exe)
+        return None
 
     def compile(self, ptx: str, target: str, options) -> RawResult:
         cands = self.candidates()
@@ -227,20 +317,26 @@ class PtxasBackend(Backend):
             with open(src, "w") as fh:
                 fh.write(ptx)
             for exe in cands:
+                if not os.path.isfile(exe):
+                    raise BackendUnavailableError(
+                        f"ptxas backend: the pinned ptxas {exe!r} does not exist")
                 cmd = [exe, *options.ptxas_args(target), src, "-o", out]
                 t0 = time.perf_counter()
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 wall = time.perf_counter() - t0
                 log = (proc.stdout + proc.stderr).replace(src, "kernel.ptx")
                 if proc.returncode != 0 and _NOT_A_TARGET.search(log):
-                    refused.append(f"{exe} (CUDA {'.'.join(map(str, ptxas_version(exe)))})")
+                    refused.append(_describe(exe))
                     continue
                 if proc.returncode != 0:
-                    raise _compile_error(self.name, target, log, f"{exe} exited with {proc.returncode}")
+                    what = f"{_describe(exe)} exited with {proc.returncode}"
+                    if proc.returncode < 0:
+                        what = f"{_describe(exe)} crashed (signal {-proc.returncode})"
+                    raise _compile_error(self.name, target, log, what)
                 with open(out, "rb") as fh:
                     cubin = fh.read()
-                tool = f"ptxas {'.'.join(map(str, ptxas_version(exe)))} ({exe})"
-                return RawResult(self.name, target, cubin, log, wall, tool=tool)
+                return RawResult(self.name, target, cubin, log, wall, tool=_describe(exe),
+                                 tool_version=ptxas_version(exe), tool_path=exe)
         raise BackendUnavailableError(
             f"ptxas backend: no installed ptxas accepts target {target}; refused by: "
             f"{', '.join(refused)}. CUDA 13 dropped sm_70/sm_72: {_PIP_HINT} adds a ptxas that "
@@ -269,6 +365,7 @@ class DriverBackend(Backend):
     """JIT through the CUDA driver (cuModuleLoadDataEx) for the GPU present (device 0)."""
 
     name = "driver"
+    label = "the CUDA driver's JIT"
 
     def __init__(self, device: int = 0) -> None:
         self.device = device

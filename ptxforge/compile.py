@@ -12,6 +12,11 @@ Example::
 back to a ptxas executable otherwise (nvJitLink 13 refuses sm_70/sm_72; the CUDA 12 ptxas of
 ``pip install nvidia-cuda-nvcc-cu12`` still targets them).  ``backend="driver"`` JIT-compiles
 for the GPU present and reads the function attributes the driver reports.
+
+``isolate=True`` runs an in-process backend (nvJitLink, the driver) in a worker child
+(:mod:`ptxforge.isolate`): a crash inside the native library then raises
+:class:`~ptxforge.isolate.CompilerCrashError` instead of ending the caller's process.  The
+register-cap sweep always isolates.
 """
 
 from __future__ import annotations
@@ -23,14 +28,17 @@ from typing import Optional, Union
 
 import attrs
 
-from .backends import (BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend,
-                       RawResult)
+from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
 from .errors import BackendUnavailableError, CompileError, PtxforgeError
+from .isolate import CompilerCrashError
+from .kernel_stats import KernelStats, kernel_stats
+from .ptx_directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
 from .ptxas_log import PtxasLog, parse_ptxas_log
 
 __all__ = ["TARGETS", "normalize_target", "CompileOptions", "KernelStats", "Compiled",
            "compile_ptx", "compile_many", "get_backend", "available_backends", "backend_status",
-           "ptx_entries", "PtxEntry"]
+           "ptx_entries", "PtxEntry", "prepare_options", "explain_compile_error",
+           "compiled_from_raw"]
 
 _BASE_TARGETS = ("sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89",
                  "sm_90", "sm_100", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121")
@@ -54,8 +62,9 @@ def normalize_target(target: Union[str, int]) -> str:
 
 
 def _opt_level(_, attribute, value):
-    if value not in (0, 1, 2, 3):
-        raise PtxforgeError(f"CompileOptions.{attribute.name}: expected 0..3, got {value!r}")
+    if value not in (None, 0, 1, 2, 3) or isinstance(value, bool):
+        raise PtxforgeError(f"CompileOptions.{attribute.name}: expected None or 0..3, got "
+                            f"{value!r}")
 
 
 def _max_regs(_, attribute, value):
@@ -81,7 +90,8 @@ class CompileOptions:
     """ptxas options, validated here and turned into flags here (never touches a GPU).
 
     ``max_registers`` is ``--maxrregcount`` (16..255, None: ptxas's default); ``opt_level``
-    0..3; ``line_info`` keeps PTX line numbers in the cubin; ``extra`` are further ptxas flags
+    0..3 (None: ptxas's default, -O3, or -O0 for debug PTX, the one level ptxas compiles
+    ``.target sm_XX, debug`` at); ``line_info`` keeps PTX line numbers in the cubin; ``extra`` are further ptxas flags
     (passed through ``-Xptxas`` under nvJitLink, like ``opt_level``; the driver backend
     refuses them).  Per-kernel
     ``.maxnreg``/``.maxntid``/``.reqntid``/``.minnctapersm`` directives live in the PTX.
@@ -93,12 +103,17 @@ class CompileOptions:
     """
 
     max_registers: Optional[int] = attrs.field(default=None, validator=_max_regs)
-    opt_level: int = attrs.field(default=3, validator=_opt_level)
+    opt_level: Optional[int] = attrs.field(default=None, validator=_opt_level)
     line_info: bool = attrs.field(default=False, converter=bool)
     extra: tuple = attrs.field(default=(), converter=_extra)
 
+    @property
+    def level(self) -> int:
+        """The optimisation level passed to ptxas (3 when ``opt_level`` is None)."""
+        return 3 if self.opt_level is None else self.opt_level
+
     def _common(self) -> list:
-        flags = [f"-O{self.opt_level}"]
+        flags = [f"-O{self.level}"]
         if self.max_registers is not None:
             flags.append(f"--maxrregcount={self.max_registers}")
         if self.line_info:
@@ -113,7 +128,7 @@ class CompileOptions:
         """Options for nvJitLinkCreate."""
         # nvJitLink's own -O takes only 0 and 3 (ERROR_UNRECOGNIZED_OPTION for -O1/-O2);
         # ptxas's level goes through -Xptxas, which nvJitLink hands to its ptxas unchanged.
-        args = [f"-arch={normalize_target(target)}", "-verbose", f"-Xptxas=-O{self.opt_level}"]
+        args = [f"-arch={normalize_target(target)}", "-verbose", f"-Xptxas=-O{self.level}"]
         if self.max_registers is not None:
             args.append(f"-maxrregcount={self.max_registers}")
         if self.line_info:
@@ -126,7 +141,7 @@ class CompileOptions:
         if self.extra:
             raise PtxforgeError(f"CompileOptions.extra={self.extra!r}: the driver backend "
                                 "takes no ptxas flags; use backend='nvjitlink' or 'ptxas'")
-        names, values = ["CU_JIT_OPTIMIZATION_LEVEL"], [self.opt_level]
+        names, values = ["CU_JIT_OPTIMIZATION_LEVEL"], [self.level]
         if self.max_registers is not None:
             names.append("CU_JIT_MAX_REGISTERS")
             values.append(self.max_registers)
@@ -136,110 +151,7 @@ class CompileOptions:
         return names, values
 
 
-# --- what the PTX itself says about its kernels ------------------------------------------------
-
-@attrs.frozen(slots=True)
-class PtxEntry:
-    """An ``.entry`` found in PTX text, with its performance directives and local arrays."""
-
-    name: str
-    line: int
-    maxnreg: Optional[int] = None
-    maxntid: Optional[tuple] = None
-    reqntid: Optional[tuple] = None
-    minnctapersm: Optional[int] = None
-    local_array_bytes: int = 0
-
-
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%]*)")
-_LOCAL = re.compile(r"\.local\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\s+[\w$%]+((?:\s*\[\s*\d+\s*\])*)")
-
-
-def _dims(text: str) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", text))
-
-
-def ptx_entries(ptx: str) -> tuple:
-    """The kernels of a PTX module in source order (comments are ignored)."""
-    clean = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"),
-                                            ptx, flags=re.S))
-    out = []
-    for m in _ENTRY.finditer(clean):
-        brace = clean.find("{", m.end())
-        if brace < 0:
-            continue
-        header = clean[m.end():brace]
-        header = header[header.rfind(")") + 1:] if ")" in header else header
-        depth, end = 0, brace
-        for end in range(brace, len(clean)):
-            if clean[end] == "{":
-                depth += 1
-            elif clean[end] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-        body = clean[brace:end]
-        local = 0
-        for lm in _LOCAL.finditer(body):
-            n = 1
-            for d in _dims(lm.group(3)):
-                n *= d
-            local += max(int(lm.group(2)) // 8, 1) * n
-        fields = {}
-        for key in ("maxnreg", "maxntid", "reqntid", "minnctapersm"):
-            dm = re.search(rf"\.{key}\s+([\d\s,]+)", header)
-            if dm:
-                vals = _dims(dm.group(1))
-                fields[key] = vals[0] if key in ("maxnreg", "minnctapersm") else vals
-        out.append(PtxEntry(m.group(1), clean.count("\n", 0, m.start()) + 1,
-                            local_array_bytes=local, **fields))
-    return tuple(out)
-
-
 # --- results ----------------------------------------------------------------------------------
-
-@attrs.frozen(slots=True)
-class KernelStats:
-    """What ptxas assigned to one kernel.
-
-    ``stack_frame`` is the per-thread local-memory frame (spill slots and local arrays);
-    ``local_array_bytes`` the part the PTX declares as ``.local`` arrays; ``spill_stores`` /
-    ``spill_loads`` the bytes moved by spill instructions.  ``register_cap`` is the cap in
-    force (``--maxrregcount`` or ``.maxnreg``, whichever is lower; None: none).
-    """
-
-    name: str
-    target: str
-    backend: str
-    registers: int
-    spill_stores: int = 0
-    spill_loads: int = 0
-    stack_frame: int = 0
-    local_array_bytes: int = 0
-    shared: int = 0
-    constant_bank0: Optional[int] = None
-    barriers: Optional[int] = None
-    register_cap: Optional[int] = None
-    compile_time_ms: Optional[float] = None
-    max_threads_per_block: Optional[int] = None
-    cumulative_stack: Optional[int] = None
-    body_registers: Optional[int] = None  # the log's 'Used N registers' (the body alone)
-
-    @property
-    def spills(self) -> bool:
-        return bool(self.spill_stores or self.spill_loads)
-
-    @property
-    def spill_frame_bytes(self) -> int:
-        """Frame bytes beyond the declared local arrays: an estimate of the spill area."""
-        return max(self.stack_frame - self.local_array_bytes, 0)
-
-    def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in (
-            "name", "target", "backend", "registers", "spill_stores", "spill_loads",
-            "stack_frame", "local_array_bytes", "spill_frame_bytes", "shared", "constant_bank0",
-            "barriers", "register_cap", "compile_time_ms", "max_threads_per_block")}
-
 
 @attrs.frozen(slots=True)
 class Compiled:
@@ -251,8 +163,11 @@ class Compiled:
     kernels: tuple
     log: str = attrs.field(repr=False)
     cubin: Optional[bytes] = attrs.field(default=None, repr=False)
-    tool: str = ""
+    tool: str = ""                      # "nvJitLink 13.5", "ptxas 12.9 (/path/to/ptxas)"
     wall_time_s: float = 0.0
+    tool_version: tuple = ()            # (13, 5)
+    tool_path: Optional[str] = None     # the ptxas executable run (None for nvJitLink)
+    note: Optional[str] = None          # e.g. "debug PTX: compiled at -O0"
 
     @property
     def ptxas_log(self) -> PtxasLog:
@@ -347,75 +262,47 @@ def _source(ptx_or_module, line_info: bool = False) -> str:
                         f"{type(ptx_or_module).__name__}")
 
 
-def _stats(raw: RawResult, entries: tuple, options: CompileOptions) -> tuple:
-    log = parse_ptxas_log(raw.log)
-    cub = None
-    if raw.cubin:
-        from .cubin import read_cubin
-        try:
-            cub = {k.name: k for k in read_cubin(raw.cubin).kernels}
-        except PtxforgeError:
-            cub = None
-    out = []
-    for e in entries:
-        try:
-            f = log.function(e.name)
-        except KeyError:
-            f = None
-        ck = cub.get(e.name) if cub else None
-        attrs_ = raw.attributes.get(e.name, {})
-        # What the kernel runs with: the driver's figure, else the cubin's EIATTR_REGCOUNT
-        # (for a kernel that calls functions that is the maximum over its call graph), else
-        # the log's 'Used N registers', which covers the kernel's own body only.
-        regs = attrs_.get("num_regs")
-        if regs is None and ck is not None:
-            regs = ck.registers
-        if regs is None and f is not None:
-            regs = f.registers
-        if regs is None:
-            raise CompileError(f"{raw.backend}: no register count for kernel {e.name!r} in the "
-                               "log, the cubin or the driver", log=raw.log, backend=raw.backend)
-        caps = [c for c in (options.max_registers, e.maxnreg, f.register_cap if f else None)
-                if c is not None]
-        frame = attrs_.get("local_size_bytes",
-                           f.stack_frame if f and f.stack_frame is not None
-                           else (ck.frame_size if ck and ck.frame_size is not None else 0))
-        shared = attrs_.get("shared_size_bytes",
-                            f.shared if f and f.shared is not None else (ck.shared if ck else 0))
-        barriers = f.barriers if f and f.barriers is not None else (
-            (ck.barriers or 0) if ck is not None else None)
-        max_threads = attrs_.get("max_threads_per_block")
-        if max_threads is None and ck is not None and (ck.max_threads or ck.reqntid):
-            max_threads = 1  # ptxas's own record in the cubin (EIATTR_MAX_THREADS / REQNTID)
-            for d in (ck.reqntid or ck.max_threads):
-                max_threads *= d
-        if max_threads is None and (e.maxntid or e.reqntid):
-            max_threads = 1
-            for d in (e.reqntid or e.maxntid):
-                max_threads *= d
-        out.append(KernelStats(
-            name=e.name, target=raw.target, backend=raw.backend, registers=int(regs),
-            spill_stores=(f.spill_stores or 0) if f else 0,
-            spill_loads=(f.spill_loads or 0) if f else 0,
-            stack_frame=int(frame), local_array_bytes=e.local_array_bytes, shared=int(shared),
-            constant_bank0=f.constant_bank0 if f else None, barriers=barriers,
-            register_cap=min(caps) if caps else None,
-            compile_time_ms=f.compile_time_ms if f else None,
-            max_threads_per_block=max_threads,
-            cumulative_stack=f.cumulative_stack if f else None,
-            body_registers=f.registers if f else None))
-    return tuple(out)
+def prepare_options(options: CompileOptions, info: PtxTarget) -> tuple:
+    """``(options, note)`` adjusted to what the PTX needs: debug PTX (``.target sm_XX, debug``,
+    from nvcc/NVRTC ``-G``) compiles at -O0 only, so an unset ``opt_level`` becomes 0 there
+    and an explicit higher one is refused with that advice."""
+    if not info.debug:
+        return options, None
+    where = f" (line {info.line})" if info.line else ""
+    if options.opt_level not in (None, 0):
+        raise PtxforgeError(
+            f"compile: the PTX is debug PTX ('.target {info.arch}, debug'{where}, from nvcc/"
+            f"NVRTC -G); ptxas compiles debug PTX only at -O0 ('Optimized debugging not "
+            f"supported'), got opt_level={options.opt_level}; pass opt_level=0 or leave it "
+            "unset, or regenerate the PTX without -G (-lineinfo keeps the source lines)")
+    return (attrs.evolve(options, opt_level=0),
+            f"debug PTX ('.target {info.arch}, debug'{where}): compiled at -O0, the level "
+            "ptxas accepts for it; registers and spills are those of the debug build")
+
+
+def _compile_raw(be: Backend, ptx: str, tgt: str, entries: tuple, options: CompileOptions,
+                 isolate: bool, pool=None):
+    if isinstance(be, DriverBackend) and not isolate:
+        return be.compile(ptx, tgt, options, kernels=tuple(e.name for e in entries))
+    if isolate:
+        return be.compile_isolated(ptx, tgt, options, pool)
+    return be.compile(ptx, tgt, options)
 
 
 def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
                 backend: Union[str, Backend] = "auto",
-                options: Optional[CompileOptions] = None, **option_fields) -> Compiled:
+                options: Optional[CompileOptions] = None, isolate: bool = False,
+                **option_fields) -> Compiled:
     """Compile PTX text (or an ``ir.Module``) for ``target``; per-kernel stats.
 
     ``option_fields`` are a shortcut for :class:`CompileOptions` fields
     (``compile_ptx(ptx, "sm_80", max_registers=64)``).  Raises :class:`CompileError` with
-    ptxas's log and the offending PTX lines quoted when ptxas rejects the PTX, and
-    :class:`BackendUnavailableError` when no backend can serve the target.
+    ptxas's log, the offending PTX lines quoted and a hint where one applies (a ``.target``
+    newer than ``target``, a ``.version`` newer than the compiler reads) when ptxas rejects
+    the PTX, and :class:`BackendUnavailableError` when no backend can serve the target.
+    ``isolate=True`` compiles in a worker child (:mod:`ptxforge.isolate`): a crash of
+    nvJitLink raises :class:`~ptxforge.isolate.CompilerCrashError` (a CompileError) instead
+    of killing this process; it costs a worker start (about a second) on first use.
 
     Example::
 
@@ -428,46 +315,103 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
         options = attrs.evolve(options, **option_fields)
     ptx = _source(ptx_or_module, options.line_info)
     tgt = normalize_target(target)
+    info = ptx_target(ptx)
+    options, note = prepare_options(options, info)
     be = _choose(tgt) if backend == "auto" else get_backend(backend)
     entries = ptx_entries(ptx)
     try:
-        if isinstance(be, DriverBackend):
-            raw = be.compile(ptx, tgt, options, kernels=tuple(e.name for e in entries))
-        else:
-            raw = be.compile(ptx, tgt, options)
+        raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
     except CompileError as exc:
-        quoted = _quote_lines(ptx, exc.log)
-        msg = str(exc).split("\n--- ")[0]
-        if quoted:
-            msg += "\noffending PTX:\n" + quoted
-        msg += _version_hint(exc.log, tgt)
+        raise explain_compile_error(exc, ptx, tgt, info) from None
+    return compiled_from_raw(raw, entries, options, note)
+
+
+def compiled_from_raw(raw, entries: tuple, options: CompileOptions,
+                      note: Optional[str] = None) -> Compiled:
+    """A :class:`Compiled` from a backend's RawResult (stats per entry of ``entries``)."""
+    notes = "; ".join(n for n in (note, raw.note) if n) or None
+    return Compiled(raw.target, raw.backend, options,
+                    kernel_stats(raw, entries, options.max_registers), raw.log, raw.cubin,
+                    raw.tool, raw.wall_time_s, raw.tool_version, raw.tool_path, notes)
+
+
+def explain_compile_error(exc: CompileError, ptx: str, target: str,
+                          info: Optional[PtxTarget] = None) -> CompileError:
+    """``exc`` with the PTX lines its log points at quoted and the hints that apply."""
+    info = info or ptx_target(ptx)
+    quoted = _quote_lines(ptx, exc.log)
+    msg = str(exc).split("\n--- ")[0]
+    if quoted:
+        msg += "\noffending PTX:\n" + quoted
+    msg += _target_hint(exc.log, info, target)
+    msg += _version_hint(exc.log, target, exc.backend)
+    if isinstance(exc, CompilerCrashError):
+        msg += _crash_hint(exc, target)
+        err = CompilerCrashError(msg, exc.crash, backend=exc.backend)
+    else:
         err = CompileError(msg, log=exc.log, backend=exc.backend)
-        err.diagnostics = parse_ptxas_log(exc.log).diagnostics
-        raise err from None
-    return Compiled(raw.target, raw.backend, options, _stats(raw, entries, options), raw.log,
-                    raw.cubin, raw.tool, raw.wall_time_s)
+    err.diagnostics = parse_ptxas_log(exc.log).diagnostics
+    return err
 
 
-def _version_hint(log: str, target: str) -> str:
-    """Advice when ptxas is older than the PTX's ``.version`` (e.g. NVRTC 13 PTX, sm_70)."""
+def _target_hint(log: str, info: PtxTarget, target: str) -> str:
+    """Advice when the PTX's ``.target`` is newer than the architecture compiled for."""
+    if "SM version specified by .target is higher" not in log:
+        return ""
+    where = f" (line {info.line})" if info.line else ""
+    if info.arch is None:
+        return (f"\nhint: the PTX's .target is newer than {target}, the architecture it was "
+                "compiled for: compile for the PTX's .target (target=... / --arch)")
+    return (f"\nhint: the PTX says '.target {info.arch}'{where}, newer than {target}, the "
+            f"architecture it was compiled for: pass target='{info.arch}' "
+            f"(ptxforge ... --arch {info.arch}), or regenerate the PTX for {target}")
+
+
+def _version_hint(log: str, target: str, backend: str = "") -> str:
+    """Advice when the compiler is older than the PTX's ``.version`` (naming only what
+    applies to ``target``)."""
     m = re.search(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'", log)
     if not m:
         return ""
-    return (f"\nhint: this ptxas reads PTX ISA up to {m.group(2)}, the file says {m.group(1)}. "
-            f"Regenerate the PTX for {target} with a matching toolkit (CUDA 12.x for sm_70), "
-            "or, if the code uses nothing newer, lower its .version line and try again.")
+    tool = {"ptxas": "this ptxas", "nvjitlink": "this nvJitLink"}.get(backend, "this ptxas")
+    text = (f"\nhint: {tool} reads PTX ISA up to {m.group(2)}, the file says {m.group(1)}. ")
+    if target in ("sm_70", "sm_72"):
+        text += (f"Only a CUDA 12 ptxas still targets {target} (CUDA 12.9 reads PTX ISA up to "
+                 f"8.8; pip install nvidia-cuda-nvcc-cu12): regenerate the PTX with CUDA 12.x")
+    else:
+        text += f"Regenerate the PTX for {target} with a toolkit this compiler matches"
+        if backend == "ptxas":
+            nvj = get_backend("nvjitlink")
+            if nvj.supports(target):
+                text += f", or compile it with {nvj.status()[1]} (backend='nvjitlink')"
+    return text + (", or, if the code uses nothing newer, lower its .version line to "
+                   f"{m.group(2)} and try again.")
+
+
+def _crash_hint(exc: CompilerCrashError, target: str) -> str:
+    """Advice after a crash of an in-process compiler: the ptxas executable, if it serves."""
+    if exc.backend == "ptxas":
+        return ""
+    alt = PtxasBackend().for_target(target)
+    if alt is None:
+        return (f"\nhint: no ptxas executable here accepts {target}; another nvJitLink "
+                "release, or a different --maxrregcount, may compile it")
+    return (f"\nhint: {alt.path} (a ptxas executable) accepts {target}: compile with "
+            f"backend=PtxasBackend({alt.path!r}) or backend='ptxas'")
 
 
 def _one(job) -> Compiled:
-    ptx, target, backend, options = job
-    return compile_ptx(ptx, target, backend=backend, options=options)
+    ptx, target, backend, options = job[:4]
+    isolate = job[4] if len(job) > 4 else False
+    return compile_ptx(ptx, target, backend=backend, options=options, isolate=isolate)
 
 
 def compile_many(jobs, *, max_workers: Optional[int] = None) -> list:
-    """Compile independent ``(ptx, target, backend, options)`` jobs in parallel threads.
+    """Compile independent ``(ptx, target, backend, options[, isolate])`` jobs in parallel.
 
     Results come back in job order; the first failure is raised after all jobs finish.
-    (ptxas executables run as subprocesses; nvJitLink runs in-process.)
+    nvJitLink holds the GIL, so threads overlap only ptxas executables and isolated
+    compiles (each of those runs in a worker child; the sweep runs its caps that way).
     """
     jobs = list(jobs)
     workers = max_workers or min(len(jobs), os.cpu_count() or 1) or 1

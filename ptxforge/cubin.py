@@ -27,8 +27,8 @@ import attrs
 
 from .errors import PtxforgeError
 
-__all__ = ["EIATTR", "EIFMT", "Section", "Record", "CubinKernel", "CubinInfo", "read_cubin",
-           "parse_nv_info"]
+__all__ = ["EIATTR", "EIFMT", "UNKNOWN_STACK", "RESERVED_SHARED_SM90", "Section", "Record",
+           "CubinKernel", "CubinInfo", "read_cubin", "parse_nv_info", "sm_from_e_flags"]
 
 EIFMT = {1: "NVAL", 2: "BVAL", 3: "HVAL", 4: "SVAL"}
 
@@ -40,6 +40,10 @@ EIATTR = {
     0x1e: "CRS_STACK_SIZE", 0x23: "MAX_STACK_SIZE", 0x2f: "REGCOUNT", 0x33: "STATISTICS",
     0x36: "SW_WAR", 0x37: "CUDA_API_VERSION", 0x4c: "NUM_BARRIERS", 0x50: "SPARSE_MMA_MASK",
 }
+#: EIATTR_MIN_STACK_SIZE / CRS_STACK_SIZE value for "cannot be statically determined".
+UNKNOWN_STACK = 0xFFFFFFFF
+#: Shared memory the driver reserves per block on sm_90+, held in ``.nv.shared.<kernel>``.
+RESERVED_SHARED_SM90 = 1024
 _BY_NAME = {v: k for k, v in EIATTR.items()}
 SHT_CUDA_INFO = 0x70000000
 
@@ -83,32 +87,56 @@ class CubinKernel:
     text_info_registers: Optional[int]     # sh_info high byte of .text.<k> (0 on sm_90+)
     frame_size: Optional[int]
     min_stack_size: Optional[int]
-    max_stack_size: Optional[int]
+    max_stack_size: Optional[int]          # (None or UNKNOWN_STACK: not statically known)
     max_registers: Optional[int]           # EIATTR_MAXREG_COUNT (the cap ptxas honoured)
     barriers: Optional[int]
     max_threads: Optional[tuple]
     reqntid: Optional[tuple]
     crs_stack_size: Optional[int]
-    shared: int                            # size of .nv.shared.<k> (sm_90+: includes 1 KB reserved)
+    shared: int                            # the kernel's own static shared bytes
     local: int                             # size of .nv.local.<k> (0 when absent)
     constant0: int                         # size of .nv.constant0.<k>
     text_size: int
     records: tuple = attrs.field(default=(), repr=False)
+    reserved_shared: int = 0               # sm_90+: the 1 KB reserved, counted in .nv.shared.<k>
+    callees: tuple = ()                    # functions it calls directly (or may call indirectly)
+
+    @property
+    def call_stack_known(self) -> bool:
+        """False when ptxas could not bound the call graph's stack (recursion)."""
+        return self.min_stack_size != UNKNOWN_STACK
 
 
 @attrs.frozen(slots=True)
 class CubinInfo:
-    """The ELF header facts and every kernel found."""
+    """The ELF header facts and every function found (kernels and device functions)."""
 
     sm: int
     sections: tuple = attrs.field(repr=False)
     kernels: tuple
+    abi_version: int = 0                   # e_ident[EI_ABIVERSION]: 7 old layout, 8 new
+    e_flags: int = 0
+    calls: tuple = ()                      # (caller, callee) pairs, direct and possible indirect
 
     def kernel(self, name: str) -> CubinKernel:
         for k in self.kernels:
             if k.name == name:
                 return k
         raise KeyError(f"no kernel {name!r} in the cubin; present: {[k.name for k in self.kernels]}")
+
+    def reachable(self, name: str) -> tuple:
+        """Every function ``name`` may call, directly or through others (sorted, itself
+        excluded unless it recurses)."""
+        edges: dict = {}
+        for a, b in self.calls:
+            edges.setdefault(a, []).append(b)
+        seen, todo = set(), list(edges.get(name, ()))
+        while todo:
+            f = todo.pop()
+            if f not in seen:
+                seen.add(f)
+                todo.extend(edges.get(f, ()))
+        return tuple(sorted(seen))
 
 
 def parse_nv_info(data: bytes) -> tuple:
@@ -129,6 +157,31 @@ def parse_nv_info(data: bytes) -> tuple:
             raise PtxforgeError(f"cubin: unknown EIATTR format byte 0x{fmt:02x} at byte {pos - 4}; "
                                 "expected 0x01..0x04 (NVAL, BVAL, HVAL, SVAL)")
     return tuple(out)
+
+
+def sm_from_e_flags(e_flags: int, abi_version: int) -> int:
+    """The SM number of a cubin's ``e_flags`` under ELF ABI ``abi_version`` (7 or 8).
+
+    Example::
+
+        >>> sm_from_e_flags(0x460546, 7), sm_from_e_flags(0x06005004, 8)
+        (70, 80)
+    """
+    if abi_version >= 8:
+        return (e_flags >> 8) & 0xFF
+    return e_flags & 0xFF
+
+
+def _call_edges(words: tuple, symbols: dict) -> tuple:
+    """(caller, callee) names from ``.nv.callgraph`` words (groups split by marker rows)."""
+    out, group = [], 0
+    for a, b in zip(words[::2], words[1::2]):
+        if a == 0 and b >= 0xFFFFFFF0:
+            group = 0xFFFFFFFF - b          # 0 direct, 1 address taken, 2 indirect callers, 3 targets
+            continue
+        if group in (0, 3) and a in symbols and b in symbols:
+            out.append((symbols[a], symbols[b]))
+    return tuple(dict.fromkeys(out))
 
 
 def _cstr(blob: bytes, off: int) -> str:
@@ -175,8 +228,12 @@ def read_cubin(data: bytes) -> CubinInfo:
             if rec.format == 4 and len(rec.value) >= 8:
                 sym, value = struct.unpack_from("<II", rec.value)
                 per_sym.setdefault(symbols.get(sym, str(sym)), {})[rec.name] = value
-    # sm: newer toolkits put it in bits 8..15 of e_flags, older in bits 16..23
-    sm = (flags >> 8) & 0xFF if (flags >> 8) & 0xFF else (flags >> 16) & 0xFF
+    abi = data[8]
+    sm = sm_from_e_flags(flags, abi)
+    calls: tuple = ()
+    if ".nv.callgraph" in by_name:
+        cg = body(by_name[".nv.callgraph"])
+        calls = _call_edges(struct.unpack_from(f"<{len(cg) // 8 * 2}I", cg), symbols)
     kernels = []
     for s in sections:
         if not s.name.startswith(".text."):
@@ -198,6 +255,8 @@ def read_cubin(data: bytes) -> CubinInfo:
             return r.words() if r is not None and isinstance(r.value, bytes) else None
 
         sh_regs = (s.info >> 24) & 0xFF
+        smem = by_name[".nv.shared." + name].size if ".nv.shared." + name in by_name else 0
+        reserved = min(smem, RESERVED_SHARED_SM90) if sm >= 90 else 0
         kernels.append(CubinKernel(
             name=name,
             registers=glob.get("REGCOUNT", sh_regs or None),
@@ -211,12 +270,14 @@ def read_cubin(data: bytes) -> CubinInfo:
             max_threads=triple("MAX_THREADS"),
             reqntid=triple("REQNTID"),
             crs_stack_size=hval("CRS_STACK_SIZE"),
-            shared=by_name[".nv.shared." + name].size if ".nv.shared." + name in by_name else 0,
+            shared=smem - reserved,
             local=by_name[".nv.local." + name].size if ".nv.local." + name in by_name else 0,
             constant0=(by_name[".nv.constant0." + name].size
                        if ".nv.constant0." + name in by_name else 0),
             text_size=s.size,
             records=recs,
+            reserved_shared=reserved,
+            callees=tuple(dict.fromkeys(b for a, b in calls if a == name)),
         ))
     kernels.sort(key=lambda k: k.name)
-    return CubinInfo(sm, sections, tuple(kernels))
+    return CubinInfo(sm, sections, tuple(kernels), abi, flags, calls)

@@ -160,8 +160,34 @@ def test_a_ptx_version_newer_than_ptxas_gets_a_hint():
     with pytest.raises(CompileError) as info:
         compile_ptx(ptx, "sm_70", backend="ptxas")
     text = str(info.value)
-    assert "hint: this ptxas reads PTX ISA up to 8." in text and "the file says 9.5" in text
-    assert "CUDA 12.x for sm_70" in text
+    assert "hint: this ptxas reads PTX ISA up to 8.8, the file says 9.5" in text
+    assert "Only a CUDA 12 ptxas still targets sm_70" in text
+    assert "lower its .version line to 8.8" in text
+
+
+def test_the_version_hint_names_only_what_applies_to_the_target():
+    cuda13 = [p for p in find_ptxas() if ptxas_version(p) >= (13, 0)]
+    if not cuda13 or ptxas_version(cuda13[0]) >= (13, 5):
+        pytest.skip("needs a CUDA 13 ptxas older than the NVRTC 13.5 PTX (.version 9.5)")
+    ptx = ".version 9.5\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"
+    with pytest.raises(CompileError) as info:
+        compile_ptx(ptx, "sm_90", backend=PtxasBackend(cuda13[0]))
+    hint = [line for line in str(info.value).splitlines() if line.startswith("hint:")]
+    assert len(hint) == 1 and "the file says 9.5" in hint[0]
+    assert "sm_70" not in hint[0] and "CUDA 12" not in hint[0]
+    assert "backend='nvjitlink'" in hint[0]     # nvJitLink 13.5 reads it, and says so
+
+
+def test_a_target_newer_than_the_arch_gets_a_hint():
+    ptx = (Path(__file__).parent / "data" / "styles" / "triton_style.ptx").read_text()
+    with pytest.raises(CompileError) as info:
+        compile_ptx(ptx, "sm_80")
+    text = str(info.value)
+    assert "SM version specified by .target is higher" in info.value.log
+    assert ("hint: the PTX says '.target sm_90a' (line 6), newer than sm_80, the "
+            "architecture it was compiled for: pass target='sm_90a' "
+            "(ptxforge ... --arch sm_90a)") in text
+    assert compile_ptx(ptx, "sm_90a")["add_kernel"].registers > 0
 
 
 def test_line_info_for_a_module_maps_the_cubin_back_to_the_python_lines():
@@ -249,3 +275,168 @@ def test_a_kernel_that_calls_runs_with_its_call_graphs_registers():
     from ptxforge import read_cubin
     assert stats.registers == read_cubin(compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").cubin
                                          ).kernel("call_chain").registers
+
+
+# --- debug PTX (nvcc/NVRTC -G) -----------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["nvjitlink", "ptxas12", "ptxas13"])
+def test_debug_ptx_compiles_at_O0(backend):
+    from compile_sources import OCTREE_WALK, nvrtc
+    from ptxforge.ptx_directives import ptx_target, with_version
+
+    debug = nvrtc(OCTREE_WALK, "walk", "sm_80", "-G")
+    plain = nvrtc(OCTREE_WALK, "walk", "sm_80")
+    assert ptx_target(debug).debug and not ptx_target(plain).debug
+    if backend != "nvjitlink":
+        major = int(backend[-2:])
+        exe = next((p for p in find_ptxas() if ptxas_version(p)[0] == major), None)
+        if exe is None:
+            pytest.skip(f"no CUDA {major} ptxas executable here")
+        backend = PtxasBackend(exe)
+        v = (8, 8) if major == 12 else (9, 0)
+        debug, plain = with_version(debug, v), with_version(plain, v)
+    c = compile_ptx(debug, "sm_80", backend=backend)
+    assert c.options.opt_level == 0 and "compiled at -O0" in c.note
+    optimised = compile_ptx(plain, "sm_80", backend=backend)["walk"]
+    assert c["walk"].registers > optimised.registers            # measured: 48 vs 32
+    assert c["walk"].stack_frame > optimised.stack_frame        # measured: 184 vs 128
+    with pytest.raises(PtxforgeError, match=r"debug PTX \('\.target sm_80, debug' \(line 10\).*"
+                                            r"only at -O0.*got opt_level=3"):
+        compile_ptx(debug, "sm_80", backend=backend, opt_level=3)
+
+
+# --- which tool compiled it ---------------------------------------------------------------------
+
+def test_the_result_names_the_tool(monkeypatch):
+    from cuda.bindings import nvjitlink
+
+    c = compile_ptx(read("axpy.ptx"), "sm_80", backend="nvjitlink")
+    assert c.tool_version == tuple(nvjitlink.version()) and c.tool_path is None
+    assert c.tool == "nvJitLink " + ".".join(map(str, nvjitlink.version()))
+    exes = find_ptxas()
+    if not exes:
+        pytest.skip("no ptxas executable")
+    monkeypatch.setenv("PTXFORGE_PTXAS", exes[-1])
+    c = compile_ptx(read("axpy.ptx"), "sm_80", backend="ptxas")
+    assert c.tool_path == exes[-1] and c.tool_version == ptxas_version(exes[-1])
+    assert c.tool == f"ptxas {ptxas_version(exes[-1])[0]}.{ptxas_version(exes[-1])[1]} ({exes[-1]})"
+
+
+def test_ptxforge_ptxas_naming_no_executable_is_an_error(monkeypatch, tmp_path):
+    missing = tmp_path / "nope" / "ptxas"
+    monkeypatch.setenv("PTXFORGE_PTXAS", str(missing))
+    with pytest.raises(BackendUnavailableError,
+                       match=rf"PTXFORGE_PTXAS='{missing}': the path does not exist"):
+        compile_ptx(read("axpy.ptx"), "sm_80", backend="ptxas")
+    ok, why = backend_status()["ptxas"]
+    assert not ok and "PTXFORGE_PTXAS" in why and str(missing) in why
+    with pytest.raises(BackendUnavailableError, match="PTXFORGE_PTXAS"):
+        find_ptxas()
+    plain = tmp_path / "ptxas"
+    plain.write_text("not a program")
+    monkeypatch.setenv("PTXFORGE_PTXAS", str(plain))
+    with pytest.raises(BackendUnavailableError, match="the file is not executable"):
+        compile_ptx(read("axpy.ptx"), "sm_80", backend="ptxas")
+    # nvJitLink does not need it: auto for sm_80 still works
+    assert compile_ptx(read("axpy.ptx"), "sm_80").backend == "nvjitlink"
+
+
+# --- the register cap in force ------------------------------------------------------------------
+
+# (bounds on live64, --maxrregcount) -> (registers, cap in force, its source, note or None).
+# Measured with nvJitLink 13.5 on sm_80 (the ptxas 12.9/13.0 executables agree on the caps).
+CAPS = [
+    ("", None, 72, None, None, None),
+    ("", 48, 48, 48, "--maxrregcount", None),
+    ("__launch_bounds__(256)", 48, 72, None, None, "ptxas ignores --maxrregcount for a kernel "
+                                                   "with .maxntid"),
+    ("__launch_bounds__(256, 4)", None, 64, 64, "launch bounds", None),
+    ("__launch_bounds__(256, 4)", 48, 64, 64, "launch bounds", "ptxas ignores"),
+    ("__launch_bounds__(384, 2)", None, 72, 80, "launch bounds", None),
+    ("__launch_bounds__(1024)", None, 64, 64, "launch bounds", None),
+    ("__maxnreg__(40)", 48, 40, 40, ".maxnreg", "the kernel's own .maxnreg 40 overrides it"),
+]
+
+
+@pytest.mark.parametrize("bounds,cap,regs,in_force,source,note", CAPS)
+def test_register_cap_in_force_and_its_source(bounds, cap, regs, in_force, source, note):
+    from compile_sources import LIVE64, nvrtc
+
+    ptx = nvrtc(LIVE64.replace("BOUNDS", bounds), "live64", "sm_80")
+    c = compile_ptx(ptx, "sm_80", max_registers=cap)
+    k = c["live64"]
+    assert (k.registers, k.register_cap, k.register_cap_source) == (regs, in_force, source)
+    assert k.register_cap == (None if c.cubin_info().kernel("live64").max_registers == 255
+                              else c.cubin_info().kernel("live64").max_registers)
+    if note is None:
+        assert k.register_cap_note is None
+    else:
+        assert note in k.register_cap_note and f"--maxrregcount={cap} not applied" in \
+            k.register_cap_note
+
+
+@pytest.mark.parametrize("threads,blocks", [(256, 4), (256, 2), (384, 2), (128, 5), (96, 7),
+                                            (1024, 1), (256, 1), (512, 3)])
+def test_implied_cap_is_what_ptxas_records(threads, blocks):
+    # the cap ptxas derives from .maxntid/.minnctapersm, against EIATTR_MAXREG_COUNT
+    from compile_sources import LIVE64, nvrtc
+    from ptxforge.regcap import implied_register_cap
+
+    ptx = nvrtc(LIVE64.replace("BOUNDS", f"__launch_bounds__({threads}, {blocks})"), "live64")
+    recorded = compile_ptx(ptx, "sm_80").cubin_info().kernel("live64").max_registers
+    assert implied_register_cap(threads, blocks, "sm_80") == recorded
+
+
+def test_maxnreg_is_honoured_next_to_launch_bounds():
+    from compile_sources import LIVE64, nvrtc
+    from ptxforge.ptx_directives import ptx_entries, with_maxnreg
+
+    ptx = nvrtc(LIVE64.replace("BOUNDS", "__launch_bounds__(256, 4)"), "live64")
+    for n, regs, source in ((40, 40, ".maxnreg"), (128, 64, "launch bounds")):
+        capped = with_maxnreg(ptx, "live64", n)
+        (e,) = ptx_entries(capped)
+        assert (e.maxntid, e.minnctapersm, e.maxnreg) == ((256, 1, 1), 4, n)
+        k = compile_ptx(capped, "sm_80")["live64"]
+        assert (k.registers, k.register_cap, k.register_cap_source) == (regs, regs, source)
+    twice = with_maxnreg(with_maxnreg(ptx, "live64", 40), "live64", 56)
+    assert twice.count(".maxnreg") == 1 and ptx_entries(twice)[0].maxnreg == 56
+    with pytest.raises(PtxforgeError, match="no .entry 'nope' in the PTX; its kernels are: live64"):
+        with_maxnreg(ptx, "nope", 40)
+
+
+# --- a kernel that calls functions: the call graph's stack and spills ---------------------------
+
+def test_callee_stack_and_spills_count_for_the_kernel():
+    from compile_sources import CALLS, nvrtc
+
+    c = compile_ptx(nvrtc(CALLS, "calls"), "sm_80", backend="nvjitlink")
+    k = c["calls"]
+    log = c.ptxas_log
+    gather = log.function("_Z6gatherPKdll")
+    assert (gather.stack_frame, gather.spill_stores, gather.spill_loads) == (136, 56, 56)
+    assert log.function("_Z4failll").stack_frame == 24
+    # the body alone (what was reported before) and the call graph
+    assert (k.body_registers, k.body_spill_stores, k.body_spill_loads, k.body_stack_frame) == \
+        (24, 0, 0, 0)
+    assert (k.registers, k.spill_stores, k.spill_loads, k.stack_frame) == (67, 56, 56, 160)
+    assert k.stack_frame == log.summary("calls").stack == 0 + 136 + 24
+    assert {"_Z6gatherPKdll", "_Z4failll", "vprintf"} <= set(k.callees) and k.stack_known
+    leaf = c["leaf"]
+    assert (leaf.spill_stores, leaf.stack_frame, leaf.callees) == (0, 0, ())
+    d = k.to_dict()
+    assert (d["stack_frame"], d["body_stack_frame"], d["spill_stores"]) == (160, 0, 56)
+
+
+def test_recursion_leaves_the_stack_a_lower_bound():
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from corpus_util import corpus_ptx
+
+    c = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80")
+    chain = c["call_chain"]
+    assert "cannot be statically determined" in c.log
+    # own 0 + rotate 8 + the trig slow path 40 (fib's 16 per level is counted once)
+    assert not chain.stack_known and chain.stack_frame == 48
+    # fib 16/16 and rotate 8/8 bytes of spills run on call_chain's behalf
+    assert (chain.spill_stores, chain.spill_loads) == (24, 24)
+    assert c["call_indirect"].stack_known and c["call_indirect"].stack_frame == 16
