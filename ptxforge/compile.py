@@ -13,7 +13,7 @@ back to a ptxas executable otherwise (nvJitLink 13 refuses sm_70/sm_72; the CUDA
 ``pip install nvidia-cuda-nvcc-cu12`` still targets them).  ``backend="driver"`` JIT-compiles
 for the GPU present and reads the function attributes the driver reports.
 
-``isolate=True`` runs an in-process backend (nvJitLink, the driver) in a worker child
+``isolate=True`` runs an in-process backend (nvJitLink) in a worker child
 (:mod:`ptxforge.isolate`): a crash inside the native library then raises
 :class:`~ptxforge.isolate.CompilerCrashError` instead of ending the caller's process.  The
 register-cap sweep always isolates.
@@ -282,7 +282,7 @@ def prepare_options(options: CompileOptions, info: PtxTarget) -> tuple:
 
 def _compile_raw(be: Backend, ptx: str, tgt: str, entries: tuple, options: CompileOptions,
                  isolate: bool, pool=None):
-    if isinstance(be, DriverBackend) and not isolate:
+    if isinstance(be, DriverBackend):   # needs the GPU context here, and reads attributes
         return be.compile(ptx, tgt, options, kernels=tuple(e.name for e in entries))
     if isolate:
         return be.compile_isolated(ptx, tgt, options, pool)
@@ -300,9 +300,11 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     ptxas's log, the offending PTX lines quoted and a hint where one applies (a ``.target``
     newer than ``target``, a ``.version`` newer than the compiler reads) when ptxas rejects
     the PTX, and :class:`BackendUnavailableError` when no backend can serve the target.
-    ``isolate=True`` compiles in a worker child (:mod:`ptxforge.isolate`): a crash of
-    nvJitLink raises :class:`~ptxforge.isolate.CompilerCrashError` (a CompileError) instead
-    of killing this process; it costs a worker start (about a second) on first use.
+    ``isolate=True`` compiles in a worker child (:mod:`ptxforge.isolate`; nvJitLink and other
+    in-process backends, not the driver's JIT): a crash of nvJitLink raises
+    :class:`~ptxforge.isolate.CompilerCrashError` (a CompileError) instead of killing this
+    process; the first one starts the worker (about 0.2 s), later ones reuse it (a few ms on
+    top of the compile).
 
     Example::
 

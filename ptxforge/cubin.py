@@ -177,7 +177,8 @@ def _call_edges(words: tuple, symbols: dict) -> tuple:
     out, group = [], 0
     for a, b in zip(words[::2], words[1::2]):
         if a == 0 and b >= 0xFFFFFFF0:
-            group = 0xFFFFFFFF - b          # 0 direct, 1 address taken, 2 indirect callers, 3 targets
+            # 0 direct calls, 1 address taken, 2 indirect callers, 3 indirect targets
+            group = 0xFFFFFFFF - b
             continue
         if group in (0, 3) and a in symbols and b in symbols:
             out.append((symbols[a], symbols[b]))

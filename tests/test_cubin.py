@@ -72,7 +72,8 @@ def _check_against_log(c, target):
         # the call graph's stack: EIATTR_MIN_STACK_SIZE (= nvJitLink's "N stack") when ptxas
         # could bound it, else a lower bound (recursion: calls.cu call_chain)
         if k.stack_known:
-            assert k.stack_frame == ck.min_stack_size == (summary.stack if summary else ck.min_stack_size), k.name
+            nvj = summary.stack if summary else ck.min_stack_size
+            assert k.stack_frame == ck.min_stack_size == nvj, k.name
         else:
             assert ck.min_stack_size == 0xFFFFFFFF and k.stack_frame >= k.body_stack_frame
         if f.spill_stores:  # spill slots live in the frame, beyond the declared local arrays
