@@ -109,6 +109,18 @@ def _deepest(name: str, frames: dict, edges: dict, path: frozenset) -> int:
     return best
 
 
+def _floor(log) -> Optional[int]:
+    """The register count ptxas raised a too-low --maxrregcount to (None: it did not)."""
+    import re
+
+    for d in log.warnings:
+        m = re.search(r"adjusting per thread register count of \d+ to lower bound of (\d+)",
+                      d.message)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def _unbounded(log) -> set:
     """Kernels whose stack ptxas could not determine statically (log warnings)."""
     import re
@@ -200,7 +212,7 @@ def kernel_stats(raw, entries: tuple, requested_cap: Optional[int] = None) -> tu
         if max_threads is None:
             max_threads = e.threads
         cap = resolve_register_cap(e, requested_cap, raw.target,
-                                   ck.max_registers if ck is not None else None)
+                                   ck.max_registers if ck is not None else None, _floor(log))
         out.append(KernelStats(
             name=e.name, target=raw.target, backend=raw.backend, registers=int(regs),
             spill_stores=st, spill_loads=ld, stack_frame=int(stack),

@@ -196,7 +196,8 @@ def parse_ptxas_log(text: str) -> PtxasLog:
                 nvj_current = m.group(1)
             else:
                 current = m.group(1)
-                rec(current)
+                # a device function has no 'Compiling entry function' line before it
+                rec(current).setdefault("kind", "function")
             continue
         m = _FRAME.search(line)
         if m and current is not None and not is_nvj:

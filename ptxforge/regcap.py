@@ -69,12 +69,14 @@ def _bounds_text(entry) -> str:
 
 
 def resolve_register_cap(entry, requested: Optional[int], target: str,
-                         recorded: Optional[int] = None) -> RegisterCap:
+                         recorded: Optional[int] = None,
+                         floor: Optional[int] = None) -> RegisterCap:
     """The cap ``entry`` (a :class:`~ptxforge.ptx_directives.PtxEntry`) was compiled under.
 
     ``requested`` is the ``--maxrregcount`` passed (None: none); ``recorded`` the cubin's
     EIATTR_MAXREG_COUNT when there is a cubin (the authority; without one the rules in the
-    module docstring stand in).
+    module docstring stand in); ``floor`` the count ptxas raised a lower request to ("adjusting
+    per thread register count of 16 to lower bound of 24").
     """
     threads = entry.threads
     candidates = []                       # (cap, source, detail), in order of preference
@@ -88,6 +90,12 @@ def resolve_register_cap(entry, requested: Optional[int], target: str,
         elif entry.maxnreg is not None:
             note = (f"--maxrregcount={requested} not applied: the kernel's own .maxnreg "
                     f"{entry.maxnreg} overrides it")
+        elif floor is not None and requested < floor:
+            candidates.append((floor, "--maxrregcount",
+                               f"--maxrregcount={requested}, raised by ptxas to {floor}, its "
+                               f"lower bound for {target}"))
+            note = (f"--maxrregcount={requested} raised to {floor}: ptxas's lower bound for "
+                    f"{target}")
         else:
             candidates.append((requested, "--maxrregcount", f"--maxrregcount={requested}"))
     if entry.maxnreg is not None:

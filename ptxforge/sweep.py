@@ -334,6 +334,9 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                                  min_registers=least, backend=be.name))
             continue
         k = compiled_from_raw(res, ptx_entries(job_ptx), opts)[kernel]
+        if cap is not None and k.register_cap is not None and k.register_cap > cap:
+            note = "; ".join(n for n in (note, f"ptxas raised the cap to {k.register_cap}, its "
+                                         f"lower bound for {tgt}") if n)
         if cap is not None and k.register_cap is not None and k.register_cap < cap:
             bound = (f"{k.register_cap_source}: {k.register_cap_detail}"
                      if k.register_cap_detail else k.register_cap_source)

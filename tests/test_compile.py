@@ -440,3 +440,13 @@ def test_recursion_leaves_the_stack_a_lower_bound():
     # fib 16/16 and rotate 8/8 bytes of spills run on call_chain's behalf
     assert (chain.spill_stores, chain.spill_loads) == (24, 24)
     assert c["call_indirect"].stack_known and c["call_indirect"].stack_frame == 16
+
+
+def test_a_cap_below_ptxas_floor_is_raised_and_said():
+    from compile_sources import LIVE64, nvrtc
+
+    c = compile_ptx(nvrtc(LIVE64.replace("BOUNDS", ""), "live64"), "sm_80", max_registers=16)
+    k = c["live64"]
+    assert "adjusting per thread register count of 16 to lower bound of 24" in c.log
+    assert (k.registers, k.register_cap, k.register_cap_source) == (24, 24, "--maxrregcount")
+    assert k.register_cap_note == "--maxrregcount=16 raised to 24: ptxas's lower bound for sm_80"

@@ -91,3 +91,28 @@ def test_error_log_lines_and_fatal():
 def test_unknown_function_is_a_keyerror_naming_the_present_ones():
     with pytest.raises(KeyError, match="axpy"):
         log("cuda11.8_sm_70_axpy.log").function("nope")
+
+
+def test_device_functions_of_a_real_log_are_functions_with_their_frames():
+    # nvJitLink 13.5 prints 'Function properties for F' (frame and spills) for a device
+    # function, with no 'Compiling' line and no 'Used N registers' of its own
+    from compile_sources import CALLS, nvrtc
+    from ptxforge.compile import compile_ptx
+
+    parsed = compile_ptx(nvrtc(CALLS, "calls"), "sm_80", backend="nvjitlink").ptxas_log
+    kinds = {f.name: f.kind for f in parsed.functions}
+    assert kinds == {"_Z4failll": "function", "_Z6gatherPKdll": "function", "leaf": "entry",
+                     "calls": "entry"}
+    gather = parsed.function("_Z6gatherPKdll")
+    assert (gather.stack_frame, gather.spill_stores, gather.spill_loads, gather.registers) == \
+        (136, 56, 56, None)
+    assert parsed.summary("calls").stack == 160 and parsed.summary("calls").registers == 67
+
+
+def test_an_unbounded_stack_is_a_warning():
+    from corpus_util import corpus_ptx
+    from ptxforge.compile import compile_ptx
+
+    parsed = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").ptxas_log
+    assert [d.message for d in parsed.warnings] == [
+        "Stack size for entry function 'call_chain' cannot be statically determined"]

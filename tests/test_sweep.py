@@ -167,6 +167,14 @@ def test_caps_reach_a_kernel_with_launch_bounds():
     assert (c40.registers, c40.register_cap_source, c40.note) == (40, ".maxnreg", None)
 
 
+def test_a_cap_below_ptxas_floor_says_it_was_raised():
+    s = sweep(nvrtc(LIVE64.replace("BOUNDS", ""), "live64"), "live64", "sm_80", caps=(16,))
+    row = s.rows[1]
+    assert (row.registers, row.register_cap) == (24, 24)
+    assert row.note == "ptxas raised the cap to 24, its lower bound for sm_80"
+    assert "\n* cap 16: ptxas raised the cap to 24" in s.to_text()
+
+
 def test_sweep_rows_carry_the_call_graph():
     s = sweep(nvrtc(CALLS, "calls"), "calls", "sm_80", caps=(32,))
     base = s.rows[0]
