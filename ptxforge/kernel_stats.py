@@ -20,6 +20,7 @@ counted once).
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import attrs
@@ -111,8 +112,6 @@ def _deepest(name: str, frames: dict, edges: dict, path: frozenset) -> int:
 
 def _floor(log) -> Optional[int]:
     """The register count ptxas raised a too-low --maxrregcount to (None: it did not)."""
-    import re
-
     for d in log.warnings:
         m = re.search(r"adjusting per thread register count of \d+ to lower bound of (\d+)",
                       d.message)
@@ -123,8 +122,6 @@ def _floor(log) -> Optional[int]:
 
 def _unbounded(log) -> set:
     """Kernels whose stack ptxas could not determine statically (log warnings)."""
-    import re
-
     out = set()
     for d in log.diagnostics:
         m = re.search(r"Stack size for entry function '([^']+)' cannot be statically", d.message)
