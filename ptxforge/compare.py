@@ -2,7 +2,7 @@
 
 The estimate is what the code needs (maximum simultaneously live general registers in 32-bit
 units, and predicates); ptxas's count is what the kernel gets.  The gap has known systematic
-parts, explained in every report:
+parts; a report notes the ones that apply to the kernel:
 
 * ptxas's count is not the most registers live at once: it is the highest register index
   the SASS uses + 1, plus 2 (measured with ptxas 13 on sm_75 … sm_120 for every corpus
@@ -37,12 +37,19 @@ from .compile import Compiled, KernelStats
 from .errors import PtxforgeError
 from .occupancy import Occupancy, occupancy, unknown_arch_reason
 
-__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "register_floor_features"]
+__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "FIXED_OVERHEAD",
+           "register_floor_features"]
 
 #: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on
 #: sm_75..sm_89 (measured; see the module docstring and tests/test_compare.py).
 WARP_SYNC_PREFIXES = ("shfl.sync", "vote.sync", "bar.warp.sync", "redux.sync", "match.sync")
 _FLOOR = 24
+#: Registers ptxas's count carries beyond the values live at once, whatever the kernel: R1
+#: (the stack pointer, live throughout) and the 2 the count adds above the highest register
+#: used (measured, docs/sass.md).  A gap within it (plus a few pair-alignment holes,
+#: ``_SMALL_GAP``) is overhead, not pressure.
+FIXED_OVERHEAD = 3
+_SMALL_GAP = 4
 _WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
 
 EXPLANATIONS = (
@@ -128,10 +135,24 @@ class Comparison:
                     "the kernel's call graph even where the instruction is inlined.")
         return ""
 
+    def general_notes(self) -> tuple:
+        """The general reasons (:data:`EXPLANATIONS`) that apply to this kernel: the count's
+        definition always; predicates when the kernel has any; constant folding; the cap
+        when ptxas compiled under one."""
+        s = self.stats
+        out = [EXPLANATIONS[0]]
+        if self.estimate.predicates:
+            out.append(EXPLANATIONS[1])
+        out.append(EXPLANATIONS[2])
+        if s.register_cap is not None:
+            out.append(EXPLANATIONS[3])
+        return tuple(out)
+
     def notes(self, general: bool = True) -> tuple:
-        """Why ptxas's count differs: the general reasons (``general=True``) and this
-        kernel's own (cap, spills, local arrays, scheduling, floors, predicates, occupancy)."""
-        out = list(EXPLANATIONS) if general else []
+        """Why ptxas's count differs: the general reasons that apply (``general=True``) and
+        this kernel's own (cap, spills, local arrays, scheduling or the fixed overhead,
+        floors, predicates, occupancy)."""
+        out = list(self.general_notes()) if general else []
         s = self.stats
         if s.register_cap is not None and s.registers >= s.register_cap:
             out.append(f"The register cap ({s.register_cap}) binds: ptxas used all of it.")
@@ -144,11 +165,19 @@ class Comparison:
         floor = self._floor_note()
         if floor:
             out.append(floor)
-        if self.ratio is not None and self.ratio >= 1.5 and not s.spills and not floor:
+        beyond = self.difference - FIXED_OVERHEAD
+        if (not s.spills and not floor and self.ratio is not None and self.ratio >= 1.5
+                and beyond >= _SMALL_GAP and beyond >= self.estimate.registers / 2):
             out.append(f"ptxas uses {self.ratio:.1f}x the estimate. The estimate follows the PTX "
                        "instruction order; ptxas schedules loads early (and unrolls loops) to "
                        "hide latency, which keeps more values live at once. Put loads next to "
                        "their uses, or cap registers (see the sweep) to trade that back.")
+        elif not floor and 0 < self.difference and beyond < _SMALL_GAP and not s.spills:
+            out.append(f"The gap ({self.difference:+d}) is ptxas's fixed overhead, not "
+                       f"pressure: its count is the highest register the SASS uses + 1, plus "
+                       f"2, and R1 (the stack pointer) is live throughout, which the PTX has "
+                       f"no value for ({FIXED_OVERHEAD} in all); 64-bit values in aligned "
+                       "pairs leave the rest as holes (docs/sass.md).")
         if self.estimate.predicates > 7:
             out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
                        "registers: the excess costs general registers.")

@@ -18,7 +18,12 @@ def test_compare_pressure_kernel():
     assert c.difference == 3 and c.ratio == pytest.approx(72 / 69)
     assert c.occupancy_estimate.active_blocks == 3 and c.occupancy_ptxas.active_blocks == 3
     text = c.to_text()
-    assert "+3 registers" in text and "Predicates live in their own file" in text
+    assert "+3 registers" in text
+    # no predicates and no cap: neither general note applies, so neither is shown
+    assert "Predicates live in their own file" not in text and "Under a register cap" not in text
+    with_preds = compare(Estimate(registers=69, predicates=2), k, block_size=256).to_text()
+    assert "Predicates live in their own file" in with_preds
+    assert "Under a register cap" not in with_preds
     d = json.loads(c.to_json())
     assert set(d) == {"kernel", "target", "block_size", "estimate", "ptxas", "difference",
                       "ratio", "occupancy", "notes"}
@@ -30,6 +35,7 @@ def test_compare_notes_spills_cap_and_occupancy_change():
     c = compare((69, 9), k, block_size=256)
     notes = " ".join(c.notes())
     assert "cap (32) binds" in notes and "468 bytes stored" in notes
+    assert "Under a register cap ptxas trades registers for spills" in notes  # a cap applies
     assert "9 live predicates exceed" in notes
     assert "3 blocks/SM at the estimate, 8 at ptxas's count" in notes
 
@@ -53,6 +59,23 @@ def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
     assert any("ptxas uses 5.1x the estimate" in n and "schedules loads early" in n
                for n in far.notes())
     assert not any("schedules loads early" in n for n in near.notes())
+
+
+@pytest.mark.parametrize("estimate, registers, scheduling", [
+    (3, 8, False),     # +5: R1 + the 2 above the highest register + pair holes
+    (4, 8, False),
+    (6, 12, False),    # +6, 2.0x: still within the overhead
+    (10, 24, True),    # +14, 2.4x: more than the overhead
+])
+def test_the_fixed_overhead_is_not_called_scheduling(estimate, registers, scheduling):
+    from ptxforge.compare import FIXED_OVERHEAD
+    from ptxforge.compile import KernelStats
+
+    stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=registers)
+    notes = compare(Estimate(estimate), stats, target="sm_80").notes(general=False)
+    assert FIXED_OVERHEAD == 3
+    assert any("schedules loads early" in n for n in notes) is scheduling
+    assert any("is ptxas's fixed overhead" in n for n in notes) is (not scheduling)
 
 
 def _floor_kernel(target: str, body: str):
