@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ._text import clip as _clip
 from ._text import plural as _plural
 from ._text import table
+from ._analysis_peak import display_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import KernelAnalysis, ModuleAnalysis, OccupancyReport
 
-__all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "render_kernel",
-           "render_module", "render_occupancy"]
+__all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "cliff_line",
+           "render_kernel", "render_module", "render_occupancy"]
 
 #: The instruction counts of the seeds' hand-made tables: (label, prefixes summed).
 KEY_ROWS = (
@@ -78,61 +79,140 @@ def _cut(items: Sequence, top: int) -> Sequence:
     return items if top <= 0 else items[:top]
 
 
-def _cliff_line(c) -> str:
-    """One sentence on the register cliffs."""
+def cliff_line(c, over: int = 0) -> str:
+    """One sentence on the register cliffs (``over``: registers the estimate needs beyond
+    the limit ``c.registers`` it is clamped to)."""
     parts = []
     if c.to_gain is not None:
-        parts.append(f"{c.to_gain} fewer registers ({c.registers - c.to_gain}) give "
-                     f"{c.next_blocks} blocks/SM")
+        parts.append(f"{_plural(c.to_gain, 'fewer register')} ({c.registers - c.to_gain}) "
+                     f"{'gives' if c.to_gain == 1 else 'give'} {c.next_blocks} blocks/SM"
+                     + (f", {c.to_gain + over} below the estimate" if over else ""))
     else:
         parts.append("fewer registers gain no block")
-    if c.headroom is None:
+    if over:
+        pass  # at the limit already: no register count above it
+    elif c.headroom is None:
         parts.append("no register count up to 255 loses a block")
     else:
-        parts.append(f"{c.headroom + 1} more registers ({c.registers + c.headroom + 1}) "
-                     f"lose a block")
-    return "register cliffs: " + "; ".join(parts)
+        n = c.headroom + 1
+        parts.append(f"{_plural(n, 'more register')} ({c.registers + n}) "
+                     f"{'loses' if n == 1 else 'lose'} a block")
+    head = (f"register cliffs at {c.registers}, the limit (the estimate is {over} over it): "
+            if over else "register cliffs: ")
+    return head + "; ".join(parts)
 
 
-def render_kernel(k: "KernelAnalysis", top: int = 10) -> str:
+_SOURCES = {".reqntid": "its .reqntid", ".maxntid": "its .maxntid"}
+
+
+def _resources_title(k: "KernelAnalysis") -> str:
+    op = k.occupancy
+    if not k.is_entry:
+        return (f"resources ({k.arch}; a .func is not launched: no block size"
+                + ("; ptxas: no code for this function" if k.stats_note else
+                   "" if k.stats else "; ptxas not run") + "):")
+    text = f"resources ({k.arch}, {k.block_size} threads/block"
+    if k.block_source in _SOURCES:
+        text += f" from {_SOURCES[k.block_source]}"
+    if op is not None and op.shared_per_block:
+        text += f", {op.shared_per_block:,} bytes shared"
+        if k.dynamic_shared:
+            text += f" ({k.dynamic_shared:,} dynamic)"
+    elif k.dynamic_shared:
+        text += f", {k.dynamic_shared:,} bytes dynamic shared"
+    if k.stats is None:
+        text += "; ptxas: no code for this function" if k.stats_note else "; ptxas not run"
+    return text + "):"
+
+
+def _resource_rows(k: "KernelAnalysis") -> list:
+    r, s, lim = k.pressure, k.stats, k.register_limit
+    oe, op = k.occupancy_estimate, k.occupancy
+    rows = [
+        ("registers (32-bit)", r.peak.units, s.registers if s else None),
+        (f"utilization (of {lim})", percent(r.peak.units / lim),
+         percent(s.registers / lim) if s else None),
+        ("predicates", r.pred_peak.units, None),
+        ("spill stores (bytes)", None, s.spill_stores if s else None),
+        ("spill loads (bytes)", None, s.spill_loads if s else None),
+        ("stack frame (bytes)", None, s.stack_frame if s else None),
+    ]
+    if k.local_bytes:
+        rows.append(("local arrays in the PTX (bytes)", k.local_bytes, None))
+    if k.constant_bank0 is not None:
+        rows.append(("constant bank 0 (bytes)", None, k.constant_bank0))
+        if k.param_bytes is not None:
+            rows.append(("  of which parameters", None, k.param_bytes))
+    if op is None:
+        na = "n/a"
+        rows += [("blocks/SM", na, na if s else None), ("occupancy", na, na if s else None)]
+    else:
+        rows += [
+            ("blocks/SM", oe.active_blocks, op.active_blocks if s else None),
+            ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else None),
+            ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else None),
+        ]
+    return rows
+
+
+def _title(k: "KernelAnalysis") -> list:
+    kind = ".entry" if k.is_entry else ".func"
+    lines = [f"== {k.demangled} ({kind}) =="]
+    if k.demangled != k.name:
+        lines.append(f"mangled name: {k.name}")
+    return lines
+
+
+_BY_HEADING = {"line": "source line", "function": "function", "callsite": "call site"}
+
+
+def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
+    """The table of the values live at the peak grouped ``by``."""
+    p = k.pressure.peak
+    if by == "line":
+        groups = _cut(p.by_source, top)
+        if groups and any(g.file is not None for g in p.by_source):
+            rows = [(g.units, g.count, g.loc + (f" ({display_name(g.function)})"
+                                                if g.function else ""),
+                     _clip(", ".join(g.names), 40)) for g in groups]
+            return ["", f"live at the peak by source line ({len(groups)} of "
+                        f"{len(p.by_source)}):",
+                    *table(("units", "values", "source", "registers"), rows, {0, 1})]
+        return ["  (no source lines: compile with -lineinfo to attribute values)"]
+    all_groups = k.groups(by)
+    groups = _cut(all_groups, top)
+    if by == "callsite" and not any(g.file for g in all_groups):
+        return ["  (no source lines: compile with -lineinfo to attribute values)"]
+    rows = [(g.units, g.count, _clip(g.label, 60), _clip(", ".join(g.names), 40))
+            for g in groups]
+    return ["", f"live at the peak by {_BY_HEADING[by]} ({len(groups)} of {len(all_groups)}):",
+            *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1})]
+
+
+def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
     """One kernel's section of the ``analyze`` report."""
     mix, r, s = k.mix, k.pressure, k.stats
-    kind = ".entry" if k.is_entry else ".func"
-    lines = [f"== {k.name} ({kind}) ==",
+    lines = [*_title(k),
              f"{_plural(mix.instructions, 'instruction')}; virtual registers: "
              f"{sum(mix.vregs.values()):,}"
              + (" (" + ", ".join(f".{t} {n:,}" for t, n in mix.vregs.items()) + ")"
                 if mix.vregs else ""),
              ""]
-    oe, op = k.occupancy_estimate, k.occupancy
-    dash = None
-    na = "n/a"
-    rows = [
-        ("registers (32-bit)", r.peak.units, s.registers if s else dash),
-        ("predicates", r.pred_peak.units, dash),
-        ("spill stores (bytes)", dash, s.spill_stores if s else dash),
-        ("spill loads (bytes)", dash, s.spill_loads if s else dash),
-        ("stack frame (bytes)", dash, s.stack_frame if s else dash),
-    ]
-    if op is None:
-        rows += [("blocks/SM", na, na if s else dash), ("occupancy", na, na if s else dash)]
-    else:
-        rows += [
-            ("blocks/SM", oe.active_blocks, op.active_blocks if s else dash),
-            ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else dash),
-            ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else dash),
-        ]
-    lines.append(f"resources ({k.arch}, {k.block_size} threads/block"
-                 + (f", {op.shared_per_block} bytes shared" if op and op.shared_per_block else "")
-                 + ("" if s else "; ptxas not run") + "):")
-    lines += table(("", "estimate", "ptxas"), rows)
+    op = k.occupancy
+    lines.append(_resources_title(k))
+    lines += table(("", "estimate", "ptxas"), _resource_rows(k))
+    if k.stats_note:
+        lines.append(f"  ptxas: {k.stats_note}")
     if op is None:
         lines.append(f"  occupancy n/a: {k.occupancy_note}")
     elif not op.launchable:
         lines.append(f"  cannot launch at {k.block_size} threads/block: {op.reason}")
     else:
-        lines.append("  " + _cliff_line(k.cliffs)
-                     + (" (at ptxas's count)" if s else " (at the estimate)"))
+        over = k.over_limit if s is None else 0
+        lines.append("  " + cliff_line(k.cliffs, over)
+                     + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
+    if k.over_limit:
+        lines.append(f"warning: {k.notes()[0]}")
     cmp = k.comparison
     if cmp is not None and cmp.notes(general=False):
         lines.append(f"why ptxas differs from the estimate ({cmp.difference:+d} registers; "
@@ -184,54 +264,71 @@ def render_kernel(k: "KernelAnalysis", top: int = 10) -> str:
         for v in vals:
             src = v.loc or "?"
             if v.function:
-                src += f" ({v.function})"
+                src += f" ({display_name(v.function)})"
             rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
                          _clip(v.def_text or "(never defined)", 44)))
         lines += table(("value", "type", "units", "def", "last use", "live", "source",
                         "definition"), rows, {2, 3, 4, 5})
-    groups = _cut(p.by_source, top)
-    if groups and any(g.file is not None for g in p.by_source):
-        lines.append("")
-        lines.append(f"live at the peak by source line ({len(groups)} of {len(p.by_source)}):")
-        rows = [(g.units, g.count, g.loc + (f" ({g.function})" if g.function else ""),
-                 _clip(", ".join(g.names), 40)) for g in groups]
-        lines += table(("units", "values", "source", "registers"), rows, {0, 1})
-    elif p.values:
-        lines.append("  (no source lines: compile with -lineinfo to attribute values)")
+    if p.values:
+        lines += _peak_groups(k, top, by)
     return "\n".join(lines) + "\n"
 
 
-def render_module(m: "ModuleAnalysis", top: int = 10) -> str:
+_ARCH_SOURCES = {"given": "", "target": " (from .target)", "default": " (default)"}
+
+
+def _header(m: "ModuleAnalysis") -> list:
+    own = [k for k in m.kernels if k.block_source in _SOURCES]
+    blocks = f"{m.block_size} threads/block"
+    if own:
+        blocks += (" (" + ", ".join(f"{display_name(k.name)}: {k.block_size}, "
+                                    f"{_SOURCES[k.block_source]}" for k in own) + ")")
+    head = (f"{m.file}: PTX {m.ptx_version} for {m.ptx_target}; analysed for {m.arch}"
+            f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
+            + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
+            + "; " + (f"ptxas via {m.backend}" if m.compiled else "ptxas not run"))
+    return [head] + [f"note: {n}" for n in m.notes]
+
+
+def _stack_cell(k: "KernelAnalysis"):
+    if k.stats is not None:
+        return k.stats.stack_frame
+    return f"{k.local_bytes} (PTX)" if k.local_bytes else None
+
+
+def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line") -> str:
     """The ``analyze`` report: header, a summary row per kernel, then each kernel."""
-    head = (f"{m.file}: PTX {m.ptx_version} for {m.ptx_target}; analysed for {m.arch} at "
-            f"{m.block_size} threads/block; "
-            + (f"ptxas via {m.backend}" if m.compiled else "ptxas not run"))
-    lines = [head, ""]
+    lines = [*_header(m), ""]
     rows, why = [], []
     for k in m.kernels:
         s, o = k.stats, k.occupancy
-        rows.append((k.name, k.mix.instructions, k.pressure.peak.units,
+        name = _clip(display_name(k.name), 40)
+        rows.append((name, k.mix.instructions, k.pressure.peak.units,
                      s.registers if s else None,
                      f"{s.spill_stores}/{s.spill_loads}" if s else None,
-                     s.stack_frame if s else None, "n/a" if o is None else o.active_blocks,
+                     _stack_cell(k), "n/a" if o is None else o.active_blocks,
                      "n/a" if o is None else percent(o.occupancy)))
-        if o is None:
-            why.append(f"  {k.name}: occupancy n/a: {k.occupancy_note}")
-        elif not o.launchable:
-            why.append(f"  {k.name}: cannot launch at {k.block_size} threads/block: {o.reason}")
+        if k.over_limit:
+            why.append(f"  {name}: the estimate is {k.over_limit} over the "
+                       f"{k.register_limit} registers a thread can have: ptxas must reorder or "
+                       "spill")
+        if o is None and k.is_entry:
+            why.append(f"  {name}: occupancy n/a: {k.occupancy_note}")
+        elif o is not None and not o.launchable:
+            why.append(f"  {name}: cannot launch at {k.block_size} threads/block: {o.reason}")
     lines += table(("kernel", "instructions", "estimate", "ptxas", "spill st/ld", "stack",
                     "blocks/SM", "occupancy"), rows)
     lines += why
     out = "\n".join(lines) + "\n"
     for k in m.kernels:
-        out += "\n" + render_kernel(k, top)
+        out += "\n" + render_kernel(k, top, by)
     return out
 
 
 def render_occupancy(rep: "OccupancyReport") -> str:
     """The ``occupancy`` report."""
     o, c = rep.occupancy, rep.cliffs
-    lines = [f"{o.arch}: {o.registers} registers/thread, {o.block_size} threads/block, "
+    lines = [f"{rep.arch or o.arch}: {o.registers} registers/thread, {o.block_size} threads/block, "
              f"{o.shared_per_block} bytes shared/block",
              f"  blocks/SM   {o.active_blocks}",
              f"  warps/SM    {o.active_warps} of {o.max_warps}",
@@ -241,7 +338,7 @@ def render_occupancy(rep: "OccupancyReport") -> str:
              "  limits (blocks/SM): " + ", ".join(
                  f"{name} {'-' if v is None else v}"
                  for name, v in o.to_dict()["limits"].items()),
-             "  " + _cliff_line(c), "",
+             "  " + cliff_line(c), "",
              "register plateaus (highest register count of each):"]
     warps = -(-o.block_size // 32)
     lines += table(("max registers", "blocks/SM", "occupancy"),

@@ -2,24 +2,36 @@
 
 Per kernel: virtual registers per type, the instruction mix with the ``selp`` breakdown
 (:mod:`ptxforge.mix`), the register-pressure peak with the values live there and their source
-lines (:mod:`ptxforge.pressure`), what ptxas assigned (:mod:`ptxforge.compile`), and occupancy
-with its register cliffs for a block size (:mod:`ptxforge.occupancy`).  This module only
-combines those pieces; the command line (:mod:`ptxforge.cli`) and other callers share it.
+lines, functions and call sites (:mod:`ptxforge.pressure`, :mod:`ptxforge.attribution`), what
+ptxas assigned (:mod:`ptxforge.compile`), and occupancy with its register cliffs for a block
+size (:mod:`ptxforge.occupancy`).  This module only combines those pieces; the command line
+(:mod:`ptxforge.cli`) and other callers share it.
+
+Defaults come from the PTX: without ``arch`` the module's ``.target`` is analysed (when
+ptxforge knows it; else sm_80, with a note), without ``block`` each kernel's own
+``.reqntid``/``.maxntid`` (else 256 threads).
 
 JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
 
-    schema, file, arch, block_size, compiled, backend, ptx_version, ptx_target,
-    kernels: [KERNEL]
-    KERNEL = {name, entry, instructions, vregs: {type: n}, declared: {type: n},
+    schema, file, arch, arch_source, block_size, dynamic_shared, compiled, backend,
+    ptx_version, ptx_target, notes: [str], kernels: [KERNEL]
+    KERNEL = {name, demangled, entry, instructions, vregs: {type: n}, declared: {type: n},
               mix: {by_family, by_opcode, groups, selp},
-              estimate: {registers, predicates, peak_index, peak_instruction, peak_count,
-                         by_class, values_total, values: [VALUE], by_source: [SOURCE]},
-              ptxas: {registers, spill_stores, spill_loads, stack, local_array_bytes, shared,
-                      barriers, register_cap},          (values null when not compiled)
-              occupancy: {basis, registers, block_size, shared, blocks_per_sm, occupancy,
-                          limiter, limiters, active_warps, max_warps, to_gain, next_blocks,
-                          headroom, estimate: {registers, blocks_per_sm, occupancy, limiter}},
-              notes: [str]}     (why ptxas's count differs from the estimate; [] when not compiled)
+              estimate: {registers, predicates, utilization, over_limit, local_array_bytes,
+                         peak_index, peak_instruction, peak_count, by_class, values_total,
+                         values: [VALUE], by_source: [SOURCE], by_function: [FUNCTION],
+                         by_callsite: [CALLSITE]},
+              ptxas: {registers, utilization, spill_stores, spill_loads, stack,
+                      local_array_bytes, shared, constant_bank0, param_bytes, barriers,
+                      register_cap},
+                      (values null when not compiled, or when ptxas kept no code for a .func)
+              occupancy: {basis, registers, register_limit, block_size, block_source,
+                          shared, dynamic_shared, blocks_per_sm, occupancy, limiter,
+                          limiters, active_warps, max_warps, launchable, reason, to_gain,
+                          next_blocks, headroom,
+                          estimate: {registers, blocks_per_sm, occupancy, limiter}},
+              notes: [str]}     (an estimate over the register limit; why ptxas's count
+                                 differs from the estimate when compiled)
 
 Example::
 
@@ -50,9 +62,13 @@ from typing import Iterator, Optional, Sequence, Union
 import attrs
 
 from . import ir
+from ._analysis_peak import display_name, full_name, peak_groups
+from ._analysis_resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats,
+                                  launch_limits, local_array_bytes, register_limit,
+                                  resolve_arch, resolve_block, static_shared_bytes)
 from ._analysis_text import render_kernel, render_module, render_occupancy
 from .compare import Comparison, Estimate, compare
-from .compile import CompileOptions, KernelStats, compile_ptx, normalize_target
+from .compile import TARGETS, CompileOptions, KernelStats, compile_ptx, normalize_target
 from .errors import PtxforgeError
 from .mix import InstructionMix, instruction_mix
 from .occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy, register_cliffs,
@@ -94,20 +110,29 @@ def _gc_paused() -> Iterator[None]:
 
 
 def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
-    """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``) or raise a PtxforgeError naming
-    the accepted ones.  ``compile=True`` accepts every target ptxas knows (its occupancy is
-    then reported as unknown when the occupancy table lacks it); ``compile=False`` checks
-    only the occupancy table.
+    """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``, ``"sm_90a"``) or raise a
+    PtxforgeError naming the accepted ones.  Arch-specific names are accepted where the target
+    exists (``sm_90a``, ``sm_100f``; not ``sm_80a``), the same way for every command.
+    ``compile=True`` accepts every target ptxas knows (its occupancy is then reported as
+    unknown when the occupancy table lacks it); ``compile=False`` also needs the table.
 
     Example::
 
-        >>> check_arch("8.6")
-        'sm_86'
+        >>> check_arch("8.6"), check_arch("sm_90a", compile=False)
+        ('sm_86', 'sm_90a')
     """
     if compile:
         return normalize_target(arch)
-    props = arch_props(arch)
-    return f"sm_{props.major}{props.minor}"
+    covered = [t for t in TARGETS if unknown_arch_reason(t) is None]
+    try:
+        name = normalize_target(arch)
+    except PtxforgeError:
+        raise PtxforgeError(f"occupancy: unknown architecture {arch!r}; expected one of "
+                            f"{', '.join(covered)}") from None
+    reason = unknown_arch_reason(name)
+    if reason is not None:
+        raise PtxforgeError(f"occupancy: {reason}")
+    return name
 
 
 def occupancy_fields(occ: Occupancy) -> dict:
@@ -120,77 +145,18 @@ def occupancy_fields(occ: Occupancy) -> dict:
             "max_warps": occ.max_warps, "launchable": occ.launchable, "reason": occ.reason}
 
 
-def _dims_product(values) -> Optional[int]:
-    n = 1
-    for v in values or ():
-        n *= v
-    return n if values else None
-
-
-def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> dict:
-    """The kernel's own block-size limits as :func:`~ptxforge.occupancy.occupancy` keywords:
-    ``required_threads`` from ``.reqntid``, ``max_threads`` from ``.maxntid`` or, when
-    compiled, from what ptxas (or the driver) reports."""
-    d = dict(kernel.directives)
-    required = _dims_product(d.get(".reqntid"))
-    limit = stats.max_threads_per_block if stats is not None else None
-    if limit is None:
-        limit = _dims_product(d.get(".maxntid")) or required
-    return {"max_threads": limit, "required_threads": required}
-
-
-def _var_bytes(v: ir.VarDecl) -> int:
-    """Size of a declared variable in bytes (0 for an unsized ``[]`` array)."""
-    n = max(v.type.bits // 8, 1) * (getattr(v, "vector", None) or 1)
-    for d in v.dims:
-        if d is None:
-            return 0
-        n *= d
-    return n
-
-
-def _symbols(kernel: ir.Kernel) -> set:
-    """Names of the symbols a kernel's instructions mention."""
-    out: set = set()
-
-    def visit(op) -> None:
-        if isinstance(op, ir.Symbol):
-            out.add(op.name)
-        elif isinstance(op, ir.Address) and isinstance(op.base, ir.Symbol):
-            out.add(op.base.name)
-        elif isinstance(op, ir.Vector):
-            for e in op.elements:
-                visit(e)
-
-    for inst in kernel.instructions:
-        for op in inst.operands:
-            visit(op)
-    return out
-
-
-def static_shared_bytes(module: ir.Module, kernel: ir.Kernel) -> int:
-    """Static shared memory of ``kernel`` read from the PTX: its own ``.shared`` declarations
-    plus module-level ``.shared`` variables its instructions name (an estimate: variables used
-    only through called functions are not seen; ptxas's figure replaces it when compiled)."""
-    total = sum(_var_bytes(s) for s in (kernel.body or ())
-                if isinstance(s, ir.VarDecl) and s.space.lstrip(".") == "shared")
-    module_vars = [g for g in module.globals
-                   if isinstance(g, ir.VarDecl) and g.space.lstrip(".") == "shared"]
-    if module_vars:
-        used = _symbols(kernel)
-        total += sum(_var_bytes(g) for g in module_vars if g.name in used)
-    return total
-
-
 @attrs.frozen(slots=True)
 class KernelAnalysis:
-    """Everything ``ptxforge analyze`` reports for one kernel.
+    """Everything ``ptxforge analyze`` reports for one kernel (or ``.func``).
 
     ``occupancy`` is at ptxas's register count when the module was compiled and at the
-    estimate otherwise; ``occupancy_estimate`` is always at the estimate; ``cliffs`` are the
-    register cliffs around the count ``occupancy`` uses.  All three are None when the
-    occupancy table lacks the architecture (``occupancy_note`` says so); a block size the
-    kernel's ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
+    estimate otherwise (at most the register limit: above it ptxas spills); ``occupancy_
+    estimate`` is always at the estimate; ``cliffs`` are the register cliffs around the count
+    ``occupancy`` uses.  All three are None when the occupancy table lacks the architecture
+    or the function is a ``.func`` (``occupancy_note`` says why); a block size the kernel's
+    ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
+    ``block_source`` says where ``block_size`` came from (``"given"``, ``".reqntid"``,
+    ``".maxntid"``, ``"default"``); ``stats_note`` why a compiled ``.func`` has no stats.
     """
 
     name: str
@@ -205,6 +171,13 @@ class KernelAnalysis:
     cliffs: Optional[RegisterCliffs]
     kernel: Optional[ir.Kernel] = attrs.field(default=None, eq=False, repr=False)
     occupancy_note: Optional[str] = None   # why occupancy is unknown (None: it is known)
+    block_source: str = "given"
+    dynamic_shared: int = 0
+    local_bytes: int = 0                   # .local arrays declared in the PTX
+    constant_bank0: Optional[int] = None   # ptxas's cmem[0] (log, else the cubin)
+    param_bytes: Optional[int] = None      # of which kernel parameters (the cubin)
+    stats_note: Optional[str] = None
+    callers: tuple = ()                    # for a .func: the functions that call it
 
     @property
     def estimate(self) -> Estimate:
@@ -212,36 +185,79 @@ class KernelAnalysis:
         return Estimate(self.pressure.peak.units, self.pressure.pred_peak.units)
 
     @property
+    def demangled(self) -> str:
+        """The kernel's C++ name (the name itself when it is not mangled)."""
+        return full_name(self.name)
+
+    @property
+    def register_limit(self) -> int:
+        """The most registers a thread can have on the target (255)."""
+        return register_limit(self.arch)
+
+    @property
+    def over_limit(self) -> int:
+        """How many registers the estimate needs beyond :attr:`register_limit` (0: none)."""
+        return max(self.estimate.registers - self.register_limit, 0)
+
+    @property
     def comparison(self) -> Optional[Comparison]:
         """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
         if self.stats is None:
             return None
-        return compare(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
-                       kernel=self.kernel)
+        c = compare(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
+                    kernel=self.kernel, dynamic_shared=self.dynamic_shared)
+        if not self.is_entry:  # a .func is not launched: no occupancy to compare
+            c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
+        return c
 
     @property
     def occupancy_basis(self) -> str:
         """``"ptxas"`` or ``"estimate"``: which register count ``occupancy`` uses."""
         return "estimate" if self.stats is None else "ptxas"
 
+    def notes(self) -> tuple:
+        """This kernel's own notes: an estimate above the register limit, and (compiled) why
+        ptxas's count differs from the estimate."""
+        out = []
+        if self.over_limit:
+            est, lim, s = self.estimate.registers, self.register_limit, self.stats
+            text = (f"The estimate needs {est} registers, {self.over_limit} more than the {lim} "
+                    f"a thread can have on {self.arch}: as written, the PTX keeps more values "
+                    "live than a thread can hold, so ptxas must reorder the code (shortening "
+                    f"live ranges) or spill at least {self.over_limit} registers' worth of "
+                    f"values; occupancy at the estimate is taken at {lim}.")
+            if s is not None:
+                text += (f" ptxas spilled {s.spill_stores} bytes (stores) with {s.registers} "
+                         "registers." if s.spills else
+                         f" ptxas reordered: {s.registers} registers, no spills.")
+            out.append(text)
+        if self.comparison is not None:
+            out += self.comparison.notes(general=False)
+        return tuple(out)
+
     def to_dict(self, top: int = 10) -> dict:
-        """JSON-ready dict (keys in the module docstring); ``top`` caps the listed values
-        and source lines (0: all)."""
+        """JSON-ready dict (keys in the module docstring); ``top`` caps the listed values,
+        source lines, functions and call sites (0: all)."""
         cut = (lambda xs: list(xs)) if top <= 0 else (lambda xs: list(xs)[:top])
-        p, s = self.pressure.peak, self.stats
+        p, s, lim = self.pressure.peak, self.stats, self.register_limit
         mix = self.mix.to_dict()
-        ptxas = {"registers": None, "spill_stores": None, "spill_loads": None, "stack": None,
-                 "local_array_bytes": None, "shared": None, "barriers": None,
+        ptxas = {"registers": None, "utilization": None, "spill_stores": None,
+                 "spill_loads": None, "stack": None, "local_array_bytes": None, "shared": None,
+                 "constant_bank0": None, "param_bytes": None, "barriers": None,
                  "register_cap": None}
         if s is not None:
-            ptxas = {"registers": s.registers, "spill_stores": s.spill_stores,
-                     "spill_loads": s.spill_loads, "stack": s.stack_frame,
-                     "local_array_bytes": s.local_array_bytes, "shared": s.shared,
+            ptxas = {"registers": s.registers, "utilization": round(s.registers / lim, 6),
+                     "spill_stores": s.spill_stores, "spill_loads": s.spill_loads,
+                     "stack": s.stack_frame, "local_array_bytes": s.local_array_bytes,
+                     "shared": s.shared, "constant_bank0": self.constant_bank0,
+                     "param_bytes": self.param_bytes,
                      "barriers": s.barriers, "register_cap": s.register_cap}
         oe, c = self.occupancy_estimate, self.cliffs
+        common = {"basis": self.occupancy_basis, "register_limit": lim,
+                  "block_source": self.block_source, "dynamic_shared": self.dynamic_shared}
         if self.occupancy is None:
-            est = min(p.units, 255)
-            occ = {"basis": self.occupancy_basis, "registers": s.registers if s else est,
+            est = min(p.units, lim)
+            occ = {**common, "registers": s.registers if s else est,
                    "block_size": self.block_size, "shared": None, "blocks_per_sm": None,
                    "occupancy": None, "limiter": None, "limiters": [], "active_warps": None,
                    "max_warps": None, "launchable": None, "reason": self.occupancy_note,
@@ -249,37 +265,52 @@ class KernelAnalysis:
                    "estimate": {"registers": est, "blocks_per_sm": None, "occupancy": None,
                                 "limiter": None}}
         else:
-            occ = {"basis": self.occupancy_basis, **occupancy_fields(self.occupancy),
+            occ = {**common, **occupancy_fields(self.occupancy),
                    "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
                    "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,
                                 "occupancy": round(oe.occupancy, 6),
                                 "limiter": oe.limiting[0] if oe.limiting else None}}
         return {
             "name": self.name,
+            "demangled": self.demangled,
             "entry": self.is_entry,
             "instructions": self.mix.instructions,
             "vregs": mix["vregs"],
             "declared": mix["declared"],
             "mix": {k: mix[k] for k in ("by_family", "by_opcode", "groups", "selp")},
             "estimate": {"registers": p.units, "predicates": self.pressure.pred_peak.units,
+                         "utilization": round(p.units / lim, 6), "over_limit": self.over_limit,
+                         "local_array_bytes": self.local_bytes,
                          "peak_index": p.index, "peak_instruction": p.instruction,
                          "peak_count": len(p.indices), "by_class": dict(p.by_class),
                          "values_total": len(p.values),
                          "values": [v.to_dict() for v in cut(p.values)],
-                         "by_source": [g.to_dict() for g in cut(p.by_source)]},
+                         "by_source": [g.to_dict() for g in cut(p.by_source)],
+                         "by_function": [g.to_dict() for g in cut(self.groups("function"))],
+                         "by_callsite": [g.to_dict() for g in cut(self.groups("callsite"))]},
             "ptxas": ptxas,
             "occupancy": occ,
-            "notes": [] if self.comparison is None else list(self.comparison.notes(general=False)),
+            "notes": list(self.notes()),
         }
 
-    def to_text(self, top: int = 10) -> str:
+    def groups(self, by: str = "line") -> tuple:
+        """The values live at the peak grouped by ``"line"``, ``"function"`` or
+        ``"callsite"`` (:mod:`ptxforge._analysis_peak`)."""
+        return peak_groups(self.kernel, self.pressure.peak, by)
+
+    def to_text(self, top: int = 10, by: str = "line") -> str:
         """The kernel's section of the ``analyze`` text report."""
-        return render_kernel(self, top)
+        return render_kernel(self, top, by)
 
 
 @attrs.frozen(slots=True)
 class ModuleAnalysis:
-    """The analysis of every selected kernel of one PTX module."""
+    """The analysis of every selected kernel of one PTX module.
+
+    ``arch_source`` is ``"given"``, ``"target"`` (the PTX's ``.target``) or ``"default"``
+    (``notes`` says why); ``block_size`` is the block size given, or the default for kernels
+    that declare none (each kernel's own is in :attr:`KernelAnalysis.block_size`).
+    """
 
     file: str
     arch: str
@@ -289,6 +320,9 @@ class ModuleAnalysis:
     ptx_version: str
     ptx_target: str
     kernels: tuple
+    arch_source: str = "given"
+    notes: tuple = ()
+    dynamic_shared: int = 0
 
     def kernel(self, name: str) -> KernelAnalysis:
         """The analysis of kernel ``name`` (PtxforgeError listing the names otherwise)."""
@@ -301,18 +335,20 @@ class ModuleAnalysis:
     def to_dict(self, top: int = 10) -> dict:
         """JSON-ready dict (see the module docstring)."""
         return {"schema": SCHEMA, "file": self.file, "arch": self.arch,
-                "block_size": self.block_size, "compiled": self.compiled,
+                "arch_source": self.arch_source, "block_size": self.block_size,
+                "dynamic_shared": self.dynamic_shared, "compiled": self.compiled,
                 "backend": self.backend, "ptx_version": self.ptx_version,
-                "ptx_target": self.ptx_target,
+                "ptx_target": self.ptx_target, "notes": list(self.notes),
                 "kernels": [k.to_dict(top) for k in self.kernels]}
 
     def to_json(self, top: int = 10, indent: Optional[int] = 2) -> str:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(top), indent=indent, ensure_ascii=False)
 
-    def to_text(self, top: int = 10) -> str:
-        """The ``analyze`` text report: a header and one section per kernel."""
-        return render_module(self, top)
+    def to_text(self, top: int = 10, by: str = "line") -> str:
+        """The ``analyze`` text report: a header and one section per kernel; ``by`` groups
+        the values live at the peak by ``"line"``, ``"function"`` or ``"callsite"``."""
+        return render_module(self, top, by)
 
 
 def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file: str) -> list:
@@ -323,7 +359,7 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
         if not chosen:
             raise PtxforgeError(f"{file}: no kernel or function with a body to analyse")
         return chosen
-    wanted = [kernel] if isinstance(kernel, str) else list(kernel)
+    wanted = [kernel] if isinstance(kernel, str) else list(dict.fromkeys(kernel))
     by_name = {k.name: k for k in bodies}
     missing = [n for n in wanted if n not in by_name]
     if missing:
@@ -332,17 +368,22 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
     return [by_name[n] for n in wanted]
 
 
-def analyze_module(module: ir.Module, arch: Union[str, int] = "sm_80", block: int = 256,
-                   compile: bool = True, *, kernel: Optional[Union[str, Sequence[str]]] = None,
+def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
+                   block: Optional[int] = None, compile: bool = True, *,
+                   kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
                    backend: str = "auto", options: Optional[CompileOptions] = None,
-                   ) -> ModuleAnalysis:
+                   dynamic_shared: int = 0) -> ModuleAnalysis:
     """Analyse the kernels of ``module`` for ``arch`` at ``block`` threads per block.
 
-    ``compile=True`` runs ptxas on ``ptx`` (the original text; emitted from ``module`` when
-    None) and reads registers, spills and stack; ``kernel`` selects one function (or a list)
-    by name, default every ``.entry``.  Raises :class:`~ptxforge.errors.PtxforgeError` for
-    an unknown arch or kernel and :class:`~ptxforge.errors.CompileError` with ptxas's log.
+    ``arch`` None analyses for the module's ``.target`` (sm_80 when ptxforge does not know
+    it, with a note); ``block`` None gives each kernel the size its ``.reqntid``/``.maxntid``
+    declares, else 256.  ``dynamic_shared`` is the dynamic shared memory per block (bytes)
+    the launch adds to the static shared memory.  ``compile=True`` runs ptxas on ``ptx``
+    (the original text; emitted from ``module`` when None) and reads registers, spills and
+    stack; ``kernel`` selects one function (or a list) by name, default every ``.entry``.
+    Raises :class:`~ptxforge.errors.PtxforgeError` for an unknown arch or kernel and
+    :class:`~ptxforge.errors.CompileError` with ptxas's log.
 
     Example::
 
@@ -352,51 +393,107 @@ def analyze_module(module: ir.Module, arch: Union[str, int] = "sm_80", block: in
         12
     """
     with _gc_paused():
-        return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options)
+        return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+                               dynamic_shared)
 
 
-def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options):
+def _constant_banks(compiled) -> dict:
+    """``{function: (bytes of constant bank 0, parameter bytes)}`` from the cubin (the log
+    omits ``cmem[0]`` on sm_90 and newer, and never gives the parameter bytes)."""
+    from .cubin_analysis import param_bytes
+
+    try:
+        info = compiled.cubin_info()
+    except PtxforgeError:
+        return {}
+    return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
+
+
+def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+                    dynamic_shared):
     """The body of :func:`analyze_module` (run with the collector paused)."""
-    tgt = check_arch(arch)
-    if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 1024:
+    tgt, arch_source, arch_note = resolve_arch(arch, module.target)
+    if block is not None and (not isinstance(block, int) or isinstance(block, bool)
+                              or not 1 <= block <= 1024):
         raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
+    if not isinstance(dynamic_shared, int) or dynamic_shared < 0:
+        raise PtxforgeError(f"dynamic shared memory must be an int >= 0 bytes, got "
+                            f"{dynamic_shared!r}")
     chosen = _select(module, kernel, file)
-    compiled = None
+    compiled, by_name, banks = None, {}, {}
     if compile:
         compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
                                options=options)
         by_name = {s.name: s for s in compiled.kernels}
+        banks = _constant_banks(compiled)
     out = []
     unknown = unknown_arch_reason(tgt)
     for k in chosen:
         mix = instruction_mix(k)
         pressure = analyze_pressure(k)
-        stats = by_name.get(k.name) if compiled is not None else None
+        local = local_array_bytes(k)
+        threads, block_source = resolve_block(k, block)
+        stats = stats_note = None
+        callers = () if k.is_entry else callers_of(module, k.name)
+        if compiled is not None:
+            if k.is_entry:
+                stats = by_name.get(k.name)
+            else:
+                stats, stats_note = function_stats(compiled, k.name, local)
+        cb0, params = None, None
         if stats is not None:
+            cb0 = getattr(stats, "constant_bank0", None)
+            bank, params = banks.get(k.name, (None, None))
+            if cb0 is None:
+                cb0 = bank or None
             kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
         else:
             kw = dict(shared=static_shared_bytes(module, k))
+        kw["dynamic_shared"] = dynamic_shared
         occ = occ_est = cliffs = None
-        if unknown is None:
+        note = unknown
+        if not k.is_entry:
+            note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
+                    "on its own, so it has no occupancy; its registers and stack count toward "
+                    "each kernel that calls it"
+                    + (f" ({', '.join(map(display_name, callers))})" if callers
+                       else " (none in this file calls it)"))
+        elif unknown is None:
             lim = launch_limits(k, stats)
-            est = pressure.peak.units
-            occ_est = occupancy(min(est, 255), block, tgt, **kw, **lim)
-            occ = occ_est if stats is None else occupancy(stats.registers, block, tgt, **kw,
+            est = min(pressure.peak.units, register_limit(tgt))
+            occ_est = occupancy(est, threads, tgt, **kw, **lim)
+            occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
                                                           **lim)
-            cliffs = register_cliffs(occ.registers, block, tgt, **kw, **lim)
-        out.append(KernelAnalysis(k.name, k.is_entry, tgt, block, mix, pressure, stats, occ,
-                                  occ_est, cliffs, k, unknown))
-    return ModuleAnalysis(file, tgt, block, compiled is not None,
+            cliffs = cliffs_at(occ.registers, threads, tgt, **kw, **lim)
+        out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
+                                  occ_est, cliffs, k, note, block_source, dynamic_shared, local,
+                                  cb0, params, stats_note, callers))
+    return ModuleAnalysis(file, tgt, DEFAULT_BLOCK if block is None else block,
+                          compiled is not None,
                           compiled.backend if compiled is not None else None,
-                          module.version, module.target, tuple(out))
+                          module.version, module.target, tuple(out), arch_source,
+                          (arch_note,) if arch_note else (), dynamic_shared)
 
 
-def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>", arch: Union[str, int] = "sm_80",
-                block: int = 256, compile: bool = True, **kwargs) -> ModuleAnalysis:
+def _is_cubin(data) -> bool:
+    head = data[:4] if isinstance(data, (bytes, bytearray)) else data[:4].encode("latin-1",
+                                                                                 "replace")
+    return bytes(head) == b"\x7fELF"
+
+
+def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
+                arch: Optional[Union[str, int]] = None, block: Optional[int] = None,
+                compile: bool = True, **kwargs) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
-    Raises :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX.
+    Raises :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX,
+    and a PtxforgeError pointing to :func:`ptxforge.cubin_analysis.analyze_cubin` when given
+    a cubin.
     """
+    if _is_cubin(text):
+        raise PtxforgeError(f"{filename} is a cubin (ELF), not PTX: analyse it with "
+                            "ptxforge.cubin_analysis.analyze_cubin (ptxforge analyze reads "
+                            "cubins too), `ptxforge sass` for its SASS, or pass the PTX")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     with _gc_paused():
@@ -404,89 +501,5 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>", arch: Union[st
         return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
 
 
-@attrs.frozen(slots=True)
-class OccupancyReport:
-    """``ptxforge occupancy``: occupancy at a register count and the cliffs around it."""
-
-    occupancy: Occupancy
-    cliffs: RegisterCliffs
-
-    def to_dict(self) -> dict:
-        """JSON-ready dict: the occupancy keys plus ``arch`` and ``cliffs``."""
-        c = self.cliffs
-        return {"arch": self.occupancy.arch, **occupancy_fields(self.occupancy),
-                "limits": self.occupancy.to_dict()["limits"],
-                "cliffs": {"to_gain": c.to_gain, "next_blocks": c.next_blocks,
-                           "headroom": c.headroom,
-                           "steps": [{"max_registers": r, "blocks_per_sm": b} for r, b in c.steps]}}
-
-    def to_text(self) -> str:
-        """Readable summary with the per-resource limits and the register plateaus."""
-        return render_occupancy(self)
-
-
-def occupancy_report(arch: Union[str, int], registers: int, block: int, smem: int = 0
-                     ) -> OccupancyReport:
-    """Occupancy of ``registers`` per thread at ``block`` threads with ``smem`` bytes of
-    shared memory per block, and the register cliffs.
-
-    Example::
-
-        >>> r = occupancy_report("sm_86", 51, 256)
-        >>> r.occupancy.active_blocks, round(r.occupancy.occupancy * 100, 1)
-        (4, 66.7)
-    """
-    props = arch_props(arch)
-    if not isinstance(registers, int) or not 0 <= registers <= props.max_regs_per_thread:
-        raise PtxforgeError(f"registers must be an int in 0..{props.max_regs_per_thread}, "
-                            f"got {registers!r}")
-    if not isinstance(block, int) or not 1 <= block <= props.max_threads_per_block:
-        raise PtxforgeError(f"block size must be an int in 1..{props.max_threads_per_block}, "
-                            f"got {block!r}")
-    occ = occupancy(registers, block, props, shared=smem)
-    return OccupancyReport(occ, register_cliffs(registers, block, props, shared=smem))
-
-
-@attrs.frozen(slots=True)
-class SweepReport:
-    """``ptxforge sweep``: per kernel its analysis (uncapped) and the register-cap sweep."""
-
-    analysis: ModuleAnalysis
-    sweeps: tuple  # one ptxforge.sweep.Sweep per kernel of ``analysis``
-
-    def to_dict(self, top: int = 10) -> dict:
-        """``{schema, file, arch, block_size, backend, kernels: [KERNEL + {sweep}]}``."""
-        a = self.analysis
-        return {"schema": "ptxforge.sweep/1", "file": a.file, "arch": a.arch,
-                "block_size": a.block_size, "backend": a.backend,
-                "kernels": [{**k.to_dict(top), "sweep": s.to_dict()}
-                            for k, s in zip(a.kernels, self.sweeps)]}
-
-    def to_text(self) -> str:
-        """The sweep tables, one per kernel, with the liveness estimate beside them."""
-        parts = []
-        for k, s in zip(self.analysis.kernels, self.sweeps):
-            parts.append(s.to_text() + f"\nliveness estimate: {k.estimate.registers} registers "
-                         f"(32-bit units), {k.estimate.predicates} predicates\n")
-        return "\n".join(parts)
-
-
-def sweep_report(text: Union[str, bytes], filename: str = "<ptx>", arch: Union[str, int] = "sm_80",
-                 block: int = 256, caps: Optional[Sequence[int]] = None,
-                 kernel: Optional[str] = None, backend: str = "auto", *,
-                 only_caps: bool = False) -> SweepReport:
-    """Parse, analyse and sweep every selected kernel at the occupancy cliffs of
-    :func:`ptxforge.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps ``caps``
-    alone.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error that
-    names its functions)."""
-    from .sweep import sweep
-
-    if only_caps and not caps:
-        raise PtxforgeError("sweep: only_caps needs at least one cap")
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8", errors="replace")
-    a = analyze_ptx(text, filename, arch, block, True, kernel=kernel, backend=backend)
-    chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
-    sweeps = tuple(sweep(text, k.name, a.arch, block_size=block, caps=chosen, extra_caps=extra,
-                         backend=backend) for k in a.kernels)
-    return SweepReport(a, sweeps)
+from .analysis_reports import (OccupancyReport, SweepReport, occupancy_report,  # noqa: E402
+                               sweep_report)

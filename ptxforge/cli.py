@@ -2,16 +2,20 @@
 
 Commands (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the output)::
 
-    ptxforge analyze FILE.ptx [--arch sm_80] [--kernel NAME] [--block 256] [--no-compile]
-                              [--json] [--top N]
-    ptxforge compare A.ptx B.ptx [--arch] [--block] [--kernel] [--no-compile] [--json] [--top N]
-    ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--kernel] [--json]
+    ptxforge analyze FILE.ptx|FILE.cubin [--arch ARCH] [--kernel NAME] [--block N]
+                              [--smem BYTES] [--no-compile] [--json] [--top N]
+                              [--by line|function|callsite]
+    ptxforge compare A.ptx B.ptx [--arch] [--block] [--smem] [--kernel] [--pair A=B]
+                              [--kernel-a NAME --kernel-b NAME] [--no-compile] [--json] [--top N]
+    ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--smem] [--kernel] [--json]
     ptxforge occupancy --arch sm_86 --regs 51 --block 256 [--smem BYTES] [--json]
     ptxforge sass FILE.ptx|FILE.cubin [--arch sm_80] [--kernel NAME] [--json] [--top N]
 
-``-`` as a file reads standard input.  Exit status: 0 success, 1 the input could not be read,
-parsed, compiled or analysed (unknown kernel included), 2 usage error (bad option or value,
-unknown architecture).  Errors are one message on standard error, never a traceback.
+``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
+``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
+the input could not be read, parsed, compiled or analysed (unknown kernel included), 2 usage
+error (bad option or value, unknown architecture).  Errors are one message on standard error,
+never a traceback.
 
 Example::
 
@@ -92,6 +96,13 @@ def _caps(text: str) -> tuple:
     return tuple(caps)
 
 
+def _pair(text: str) -> tuple:
+    a, sep, b = text.partition("=")
+    if not sep or not a.strip() or not b.strip():
+        raise argparse.ArgumentTypeError(f"expected KERNEL_A=KERNEL_B, got {text!r}")
+    return a.strip(), b.strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ptxforge`` command."""
     p = argparse.ArgumentParser(
@@ -99,11 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def common(sp, compile_arch: bool = True, kernel: bool = True):
-        sp.add_argument("--arch", default="sm_80", type=_arch(compile_arch),
-                        help="target architecture (default sm_80)")
-        sp.add_argument("--block", default=256, type=_int_range(1, 1024, "block size"),
-                        help="threads per block for occupancy (default 256)")
+    def common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True):
+        if ptx:
+            sp.add_argument("--arch", default=None, type=_arch(compile_arch),
+                            help="target architecture (default: the PTX's .target when "
+                                 "ptxforge knows it, else sm_80)")
+            sp.add_argument("--block", default=None, type=_int_range(1, 1024, "block size"),
+                            help="threads per block for occupancy (default: the kernel's "
+                                 ".reqntid/.maxntid, else 256)")
+            sp.add_argument("--smem", default=0, metavar="BYTES",
+                            type=_int_range(0, None, "shared memory size"),
+                            help="dynamic shared memory per block in bytes, added to the "
+                                 "kernel's static shared memory for occupancy (default 0)")
+        else:
+            sp.add_argument("--arch", default="sm_80", type=_arch(compile_arch),
+                            help="target architecture (default sm_80)")
+            sp.add_argument("--block", default=256, type=_int_range(1, 1024, "block size"),
+                            help="threads per block (default 256)")
         if kernel:
             sp.add_argument("--kernel", metavar="NAME",
                             help="analyse only this kernel (default: every .entry)")
@@ -113,12 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="per-kernel registers, instruction mix, pressure peak, "
                                        "ptxas figures and occupancy",
                        description="Analyse every kernel of a PTX file ('-' reads stdin).")
-    a.add_argument("file", metavar="FILE.ptx")
+    a.add_argument("file", metavar="FILE.ptx|FILE.cubin")
     common(a)
     a.add_argument("--no-compile", action="store_true",
                    help="skip ptxas; occupancy uses the liveness estimate")
     a.add_argument("--top", default=10, type=top,
                    help="values, source lines and opcodes listed per kernel (default 10, 0: all)")
+    a.add_argument("--by", default="line", choices=("line", "function", "callsite"),
+                   help="group the values live at the peak by defining source line, by "
+                        "(inlined) function, or by the kernel's own line the inlined code was "
+                        "called from (default line)")
 
     c = sub.add_parser("compare", help="two variants side by side with deltas",
                        description="Compare two PTX files kernel by kernel (matched by name; "
@@ -127,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file_b", metavar="B.ptx")
     common(c)
     c.add_argument("--no-compile", action="store_true", help="skip ptxas")
+    c.add_argument("--pair", action="append", default=[], metavar="A=B", type=_pair,
+                   help="compare kernel A of A.ptx with kernel B of B.ptx (repeatable); "
+                        "default: kernels with the same name")
+    c.add_argument("--kernel-a", metavar="NAME", help="with --kernel-b: one pair, as --pair")
+    c.add_argument("--kernel-b", metavar="NAME", help="with --kernel-a: one pair, as --pair")
     c.add_argument("--top", default=10, type=top,
                    help="changed opcodes listed per kernel (default 10, 0: all)")
 
@@ -143,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("occupancy", help="blocks/SM, occupancy, limiter and register cliffs",
                        description="Occupancy for a register count and block size.")
-    common(o, compile_arch=False, kernel=False)
+    common(o, compile_arch=False, kernel=False, ptx=False)
     o.add_argument("--regs", required=True, type=_int_range(0, 255, "register count"),
                    help="registers per thread")
     o.add_argument("--smem", default=0, type=_int_range(0, None, "shared memory size"),
@@ -189,9 +221,32 @@ def _analyze(args) -> int:
     from .analysis import analyze_ptx
 
     data, name = _read(args.file)
-    res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel)
-    _emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
+    if data[:4] == b"\x7fELF":
+        from .cubin_analysis import analyze_cubin
+
+        if args.no_compile or args.by != "line":
+            raise _UsageError("analyze: --no-compile and --by apply to PTX, not to a cubin")
+        res = analyze_cubin(data, name, args.arch, args.block, kernel=args.kernel,
+                            dynamic_shared=args.smem)
+        _emit(args, res.to_dict() if args.json else None, res.to_text)
+        return EXIT_OK
+    res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel,
+                      dynamic_shared=args.smem)
+    _emit(args, res.to_dict(args.top) if args.json else None,
+          lambda: res.to_text(args.top, args.by))
     return EXIT_OK
+
+
+def _pairs(args) -> list:
+    pairs = list(args.pair)
+    if (args.kernel_a is None) != (args.kernel_b is None):
+        raise _UsageError("compare: --kernel-a and --kernel-b go together (or use --pair A=B)")
+    if args.kernel_a is not None:
+        pairs.append((args.kernel_a, args.kernel_b))
+    if pairs and args.kernel:
+        raise _UsageError("compare: --kernel selects by a common name; with --pair or "
+                          "--kernel-a/--kernel-b name the kernels of each side there")
+    return pairs
 
 
 def _compare(args) -> int:
@@ -201,12 +256,16 @@ def _compare(args) -> int:
     if args.file_a == "-" and args.file_b == "-":
         raise _UsageError("compare: only one of A and B can be '-' (standard input can be "
                           "read once)")
+    pairs = _pairs(args)
     sides = []
-    for path in (args.file_a, args.file_b):
+    for i, path in enumerate((args.file_a, args.file_b)):
         data, name = _read(path)
+        if data[:4] == b"\x7fELF":
+            raise _InputError(f"{name} is a cubin: compare reads PTX (analyze reads a cubin)")
+        wanted = [p[i] for p in pairs] if pairs else args.kernel
         sides.append(analyze_ptx(data, name, args.arch, args.block, not args.no_compile,
-                                 kernel=args.kernel))
-    res = compare_variants(*sides)
+                                 kernel=wanted, dynamic_shared=args.smem))
+    res = compare_variants(*sides, pairs=pairs or None)
     _emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
     return EXIT_OK
 
@@ -217,8 +276,11 @@ def _sweep(args) -> int:
     if args.only_caps and not args.caps:
         raise _UsageError("sweep: --only-caps needs --caps")
     data, name = _read(args.file)
+    if data[:4] == b"\x7fELF":
+        raise _InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
+                          "PTX (analyze reads a cubin)")
     res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel,
-                       only_caps=args.only_caps)
+                       only_caps=args.only_caps, dynamic_shared=args.smem)
     _emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
     return EXIT_OK
 

@@ -1,13 +1,14 @@
 """Two variants of a kernel side by side: the seeds' "main vs branch" tables.
 
 :func:`compare_variants` pairs the kernels of two :class:`~ptxforge.analysis.ModuleAnalysis`
-results (by name; two single-kernel modules pair their only kernels) and tabulates registers,
+results (by name; two single-kernel modules pair their only kernels; ``pairs`` names pairs of
+differently named kernels) and tabulates registers,
 spills, stack, occupancy, the liveness estimate, virtual registers per type and instruction-mix
 counts with a Delta and a relative change (``+281%``, ``-39%``, ``same``).
 
 JSON form (``"schema": "ptxforge.compare/1"``)::
 
-    schema, a: {file, arch, block_size, compiled, backend}, b: {…},
+    schema, a: {file, arch, arch_source, block_size, dynamic_shared, compiled, backend}, b: {…},
     kernels: [{name, a: KERNEL, b: KERNEL, rows: [ROW], opcodes: [ROW]}],
     only_a: [names], only_b: [names]
     ROW = {group, metric, a, b, delta, change}   change: (b - a) / a, null when a is 0 or missing
@@ -37,11 +38,12 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Optional, Sequence
 
 import attrs
 
 from ._analysis_text import (KEY_ROWS, SELP_ROWS, change, key_count, percent, selp_value, table)
+from ._analysis_peak import display_name
 from .analysis import KernelAnalysis, ModuleAnalysis
 from .errors import PtxforgeError
 
@@ -119,8 +121,9 @@ class KernelPair:
 
 
 def _meta(m: ModuleAnalysis) -> dict:
-    return {"file": m.file, "arch": m.arch, "block_size": m.block_size, "compiled": m.compiled,
-            "backend": m.backend}
+    return {"file": m.file, "arch": m.arch, "arch_source": m.arch_source,
+            "block_size": m.block_size, "dynamic_shared": m.dynamic_shared,
+            "compiled": m.compiled, "backend": m.backend}
 
 
 @attrs.frozen(slots=True)
@@ -145,12 +148,17 @@ class VariantComparison:
     def to_text(self, top: int = 10) -> str:
         """One table per kernel pair: metric, A, B, Delta, change."""
         a, b = self.a, self.b
+        arch = a.arch if a.arch == b.arch else f"A {a.arch}, B {b.arch} (pass --arch for one)"
         lines = [f"A: {a.file}", f"B: {b.file}",
-                 f"{a.arch}, {a.block_size} threads/block; "
-                 + (f"ptxas via {a.backend}" if a.compiled else "ptxas not run")]
+                 f"{arch}, {a.block_size} threads/block"
+                 + (f", {a.dynamic_shared:,} bytes dynamic shared" if a.dynamic_shared else "")
+                 + "; " + (f"ptxas via {a.backend}" if a.compiled else "ptxas not run")]
         for p in self.pairs:
             lines.append("")
-            lines.append(f"== {p.name} ==")
+            lines.append(f"== {_pair_title(p)} ==")
+            if p.a.block_size != a.block_size or p.b.block_size != a.block_size:
+                lines.append(f"threads/block: A {p.a.block_size} ({p.a.block_source}), "
+                             f"B {p.b.block_size} ({p.b.block_source})")
             body, group = [], None
             for r in p.rows:
                 if r.group != group and group is not None:
@@ -169,6 +177,11 @@ class VariantComparison:
                 lines.append("")
                 lines.append(f"only in {side}: {', '.join(names)}")
         return "\n".join(lines) + "\n"
+
+
+def _pair_title(p: KernelPair) -> str:
+    x, y = display_name(p.a.name), display_name(p.b.name)
+    return x if x == y else f"{x} / {y}"
 
 
 def _occ(k: KernelAnalysis, attr: str):
@@ -223,25 +236,52 @@ def _opcode_rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
     return tuple(DeltaRow("opcode", o, oa.get(o, 0), ob.get(o, 0)) for o in ops)
 
 
-def compare_variants(a: ModuleAnalysis, b: ModuleAnalysis) -> VariantComparison:
+def _names(m: ModuleAnalysis) -> str:
+    return ", ".join(k.name for k in m.kernels) or "none"
+
+
+def _explicit(a: ModuleAnalysis, b: ModuleAnalysis, pairs) -> list:
+    """The kernel pairs named in ``pairs`` ((name in a, name in b) each)."""
+    matched = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise PtxforgeError(f"compare: a pair is (kernel of A, kernel of B), got {pair!r}")
+        x, y = pair
+        by_a = {k.name: k for k in a.kernels}
+        by_b = {k.name: k for k in b.kernels}
+        for name, side, m in ((x, by_a, a), (y, by_b, b)):
+            if name not in side:
+                raise PtxforgeError(f"compare: no kernel named {name!r} in {m.file}; it has: "
+                                    f"{_names(m)}")
+        matched.append((by_a[x], by_b[y]))
+    return matched
+
+
+def compare_variants(a: ModuleAnalysis, b: ModuleAnalysis, *,
+                     pairs: Optional[Sequence[tuple]] = None) -> VariantComparison:
     """Pair the kernels of ``a`` and ``b`` and tabulate their differences.
 
-    Kernels pair by name; when both analyses hold exactly one kernel, those two pair whatever
-    their names.  Raises :class:`~ptxforge.errors.PtxforgeError` when nothing pairs.
+    ``pairs`` names the pairs (``[("Gu", "u_horizontal")]``: kernel of ``a``, kernel of
+    ``b``) when the names differ; by default kernels pair by name, and when both analyses
+    hold exactly one kernel, those two pair whatever their names.  Raises
+    :class:`~ptxforge.errors.PtxforgeError` when nothing pairs (listing each side's kernels)
+    or a named kernel is missing.
     """
-    if len(a.kernels) == 1 and len(b.kernels) == 1:
+    if pairs:
+        matched = _explicit(a, b, pairs)
+    elif len(a.kernels) == 1 and len(b.kernels) == 1:
         matched = [(a.kernels[0], b.kernels[0])]
     else:
         names_b = {k.name: k for k in b.kernels}
         matched = [(k, names_b[k.name]) for k in a.kernels if k.name in names_b]
     if not matched:
         raise PtxforgeError(
-            f"compare: no kernel names in common; {a.file} has "
-            f"{', '.join(k.name for k in a.kernels) or 'none'} and {b.file} has "
-            f"{', '.join(k.name for k in b.kernels) or 'none'}")
+            f"compare: no kernel names in common; {a.file} has {_names(a)}; {b.file} has "
+            f"{_names(b)}; pair differently named kernels with --pair A=B (or --kernel-a A "
+            "--kernel-b B; library: compare_variants(a, b, pairs=[(A, B)]))")
     used_a = {id(x) for x, _ in matched}
     used_b = {id(y) for _, y in matched}
-    pairs = tuple(KernelPair(x, y, _rows(x, y), _opcode_rows(x, y)) for x, y in matched)
-    return VariantComparison(a, b, pairs,
+    pairs_out = tuple(KernelPair(x, y, _rows(x, y), _opcode_rows(x, y)) for x, y in matched)
+    return VariantComparison(a, b, pairs_out,
                              tuple(k.name for k in a.kernels if id(k) not in used_a),
                              tuple(k.name for k in b.kernels if id(k) not in used_b))

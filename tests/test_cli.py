@@ -7,6 +7,7 @@ run ``python -m ptxforge`` as a subprocess (standard input, exit status, no trac
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -24,10 +25,14 @@ from corpus_util import CORPUS_DIR, compile_cu, corpus_ptx
 
 ROOT = Path(__file__).resolve().parent.parent
 
-KERNEL_KEYS = {"name", "instructions", "vregs", "estimate", "ptxas", "occupancy"}
-ESTIMATE_KEYS = {"registers", "predicates"}
-PTXAS_KEYS = {"registers", "spill_stores", "spill_loads", "stack"}
-OCCUPANCY_KEYS = {"blocks_per_sm", "occupancy", "limiter"}
+KERNEL_KEYS = {"name", "demangled", "instructions", "vregs", "estimate", "ptxas", "occupancy",
+               "notes"}
+ESTIMATE_KEYS = {"registers", "predicates", "utilization", "over_limit", "local_array_bytes",
+                 "by_function", "by_callsite"}
+PTXAS_KEYS = {"registers", "spill_stores", "spill_loads", "stack", "constant_bank0",
+              "param_bytes"}
+OCCUPANCY_KEYS = {"blocks_per_sm", "occupancy", "limiter", "register_limit", "block_size",
+                  "block_source", "dynamic_shared"}
 
 BROKEN_FOR_PTXAS = """.version 8.0
 .target sm_80
@@ -107,6 +112,7 @@ def test_analyze_json_pins_the_kernel_keys_and_values(capsys, files):
     doc = run_json(capsys, "analyze", files["weno"], "--arch", "sm_80", "--block", "256")
     assert doc["schema"] == "ptxforge.analyze/1"
     assert (doc["arch"], doc["block_size"], doc["compiled"]) == ("sm_80", 256, True)
+    assert (doc["arch_source"], doc["dynamic_shared"], doc["notes"]) == ("given", 0, [])
     k = _kernel(doc, "weno5_reconstruct")
     assert KERNEL_KEYS <= set(k)
     assert ESTIMATE_KEYS <= set(k["estimate"])
@@ -368,26 +374,35 @@ def test_python_m_ptxforge_errors_without_traceback(files, tmp_path):
 
 def test_analyze_every_corpus_variant(capsys, tmp_path):
     """Every corpus source, sm_80/sm_90, with and without -lineinfo: exit 0, every .entry
-    reported in file order with ptxas's figures, text and JSON alike."""
+    reported in file order with ptxas's figures, text and JSON alike; without --block each
+    kernel is analysed at its own launch bounds (else 256), so every one can launch."""
     from corpus_util import all_corpus_ptx
     from ptxforge.compile import ptx_entries
 
+    own_sizes = 0
     for (name, arch, lineinfo), ptx in sorted(all_corpus_ptx().items()):
         path = tmp_path / f"{name}-{arch}-{int(lineinfo)}.ptx"
         path.write_text(ptx)
         doc = run_json(capsys, "analyze", path, "--arch", arch)
         assert [k["name"] for k in doc["kernels"]] == [e.name for e in ptx_entries(ptx)], path
-        bounds = {e.name: e.maxntid or e.reqntid for e in ptx_entries(ptx)}
+        entries = {e.name: e for e in ptx_entries(ptx)}
         for k in doc["kernels"]:
             assert k["ptxas"]["registers"] > 0 and k["estimate"]["registers"] >= 0
-            limit = bounds[k["name"]][0] if bounds[k["name"]] else None
-            occ = occupancy(k["ptxas"]["registers"], 256, arch, shared=k["ptxas"]["shared"],
+            e = entries[k["name"]]
+            dims = e.reqntid or e.maxntid
+            limit = math.prod(dims) if dims else None
+            block = limit if limit is not None else 256
+            occ = occupancy(k["ptxas"]["registers"], block, arch, shared=k["ptxas"]["shared"],
                             barriers=max(k["ptxas"]["barriers"] or 1, 1), max_threads=limit)
+            assert k["occupancy"]["block_size"] == block
+            assert k["occupancy"]["block_source"] == (
+                "default" if limit is None else ".reqntid" if e.reqntid else ".maxntid")
             assert k["occupancy"]["blocks_per_sm"] == occ.active_blocks
-            # sgemm_8x8 is __launch_bounds__(64): not launchable at 256 threads
-            assert k["occupancy"]["launchable"] is (limit is None or limit >= 256)
+            assert k["occupancy"]["launchable"] is True
+            own_sizes += limit is not None
         code, out, err = run(capsys, "analyze", path, "--arch", arch, "--no-compile")
         assert code == 0 and err == "" and out.count("\n== ") == len(doc["kernels"])
+    assert own_sizes > 0  # sgemm_8x8 (__launch_bounds__(64)) and dot_block<128> at least
 
 
 def test_analyze_explains_the_gap_with_the_kernels_own_notes(capsys, tmp_path):
