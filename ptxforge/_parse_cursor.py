@@ -48,8 +48,9 @@ class TokenCursor:
         # line information (LineInfoParser)
         self.files: dict[int, str] = {}
         self.debug_str: dict[str, bytes] = {}
-        self.loc_cache: dict[tuple, ir.SourceLoc] = {}
-        self.loc_fast: dict[tuple, ir.SourceLoc] = {}
+        self.loc_cache: dict[tuple, ir.SourceLoc] = {}  # (position, function, id(call site))
+        self.loc_fast: dict[tuple, tuple] = {}  # raw .loc tokens -> what they say
+        self.loc_last: dict[tuple, ir.SourceLoc] = {}  # (file, line, col) -> its last .loc
         # operands (InstructionParser)
         self.imm_cache: dict[str, ir.Immediate] = {}
         self.sym_cache: dict[str, ir.Symbol] = {}

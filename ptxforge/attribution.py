@@ -2,10 +2,12 @@
 
 PTX compiled with line information (``-lineinfo``, Julia/clang debug info) carries ``.loc``
 directives; the parser attaches them to every instruction as :class:`~ptxforge.ir.SourceLoc`
-(file, line, column, the function it was inlined from, and the call site).  Given a set of
-registers — typically the values live at the pressure peak — :func:`attribute_registers`
+(file, line, column, the function it was inlined from, and the chain of call sites).  Given a
+set of registers — typically the values live at the pressure peak — :func:`attribute_registers`
 maps each to the location of its first defining instruction and aggregates them by source
-line: "these 40 live registers were defined on weno_coefficients.jl line 92".
+line: "these 40 live registers were defined on weno_coefficients.jl line 92", or by the line
+of the kernel that (possibly nested) inlined helpers were called from.  :func:`describe_loc`
+prints a location with its inlining chain and demangled names for reports.
 
 Example::
 
@@ -37,6 +39,7 @@ from typing import Iterable, Optional
 import attrs
 
 from . import ir
+from .demangle import demangle_function
 
 __all__ = [
     "ValueSource",
@@ -45,6 +48,7 @@ __all__ = [
     "first_definitions",
     "attribute_registers",
     "callsite",
+    "describe_loc",
 ]
 
 
@@ -67,7 +71,10 @@ class LineShare:
     """Registers attributed to one source location.
 
     ``values`` counts registers; ``units`` their general-register 32-bit units (predicates
-    count 0 there and are in ``predicates``).  ``registers`` lists their names.
+    count 0 there and are in ``predicates``).  ``registers`` lists their names.  ``contexts``
+    is the number of distinct inlining chains the values came through (``by="line"``: a
+    helper's line inlined at three call sites has 3; ``loc`` keeps the first one seen).
+    A ``loc`` with line 0 is the one group of compiler-generated values (no source line).
     """
 
     loc: ir.SourceLoc
@@ -75,10 +82,16 @@ class LineShare:
     units: int
     predicates: int
     registers: tuple
+    contexts: int = 1
+
+    @property
+    def compiler_generated(self) -> bool:
+        return not self.loc.known
 
     def to_dict(self) -> dict:
         return {**_loc_dict(self.loc), "values": self.values, "units": self.units,
-                "predicates": self.predicates, "registers": list(self.registers)}
+                "predicates": self.predicates, "registers": list(self.registers),
+                "contexts": self.contexts}
 
 
 @attrs.frozen(slots=True)
@@ -86,13 +99,15 @@ class Attribution:
     """Per-register sources and their aggregation by source location (largest share first).
 
     ``unattributed`` holds the registers whose defining instruction has no ``.loc`` (or that
-    are never defined, e.g. read-only inputs).
+    are never defined, e.g. read-only inputs).  ``kernel`` is the PTX function's name (the
+    outermost frame of an inlining chain is its code).
     """
 
     values: tuple
     lines: tuple
     unattributed: tuple
     by: str = "line"
+    kernel: Optional[str] = None
 
     def to_dict(self) -> dict:
         return {"by": self.by, "lines": [s.to_dict() for s in self.lines],
@@ -100,15 +115,14 @@ class Attribution:
                 "unattributed": [v.register.name for v in self.unattributed]}
 
     def format(self, top: int = 10) -> str:
-        """Text table: the ``top`` source locations by register units."""
+        """Text table: the ``top`` source locations by register units, with their inlining
+        chains and demangled function names (``k.cu:22 in sc ← :38 in weno5 ← :67 in Gu``)."""
         out = []
         for s in self.lines[:top]:
-            where = str(s.loc)
-            if s.loc.function:
-                where += f" (in {s.loc.function}"
-                if s.loc.inlined_at is not None:
-                    where += f", inlined at {s.loc.inlined_at}"
-                where += ")"
+            if s.contexts > 1:
+                where = f"{s.loc}{_in(s.loc.function)} (inlined at {s.contexts} call sites)"
+            else:
+                where = describe_loc(s.loc, self.kernel)
             out.append(f"  {s.values:>5} values {s.units:>5} units  {where}")
         if len(self.lines) > top:
             out.append(f"  … {len(self.lines) - top} more source locations")
@@ -117,15 +131,49 @@ class Attribution:
         return "\n".join(out) + "\n"
 
 
+def _in(function: Optional[str]) -> str:
+    return f" in {demangle_function(function)}" if function else ""
+
+
+def describe_loc(loc: Optional[ir.SourceLoc], kernel: Optional[str] = None) -> str:
+    """One line for a location and its inlining chain, innermost first, function names
+    demangled: ``weno_big.cu:22 in sc ← :38 in weno5 ← :67 in Gu`` (``kernel`` names the
+    outermost frame; a call site in the same file as the frame before it shows ``:line``).
+    A location without inlining is ``file:line``; line 0 is ``(compiler-generated)``.
+
+    Example::
+
+        >>> from ptxforge.ir import SourceLoc
+        >>> call = SourceLoc("k.cu", 67, 5)
+        >>> describe_loc(SourceLoc("k.cu", 38, 13, "_Z5weno5PKdllib", call), "Gu")
+        'k.cu:38 in weno5 ← :67 in Gu'
+    """
+    if loc is None:
+        return "?"
+    frames = loc.chain()
+    if len(frames) == 1:
+        return str(loc) + _in(loc.function)
+    parts = []
+    shown = None  # the file the text names last
+    for frame in frames:
+        if not frame.known:
+            text, shown = "(compiler-generated)", None
+        elif frame.file == shown:
+            text = f":{frame.line}"
+        else:
+            text, shown = f"{frame.file}:{frame.line}", frame.file
+        name = frame.function if frame.function or frame is not frames[-1] else kernel
+        parts.append(text + _in(name))
+    return " ← ".join(parts)
+
+
 def _loc_dict(loc: Optional[ir.SourceLoc]) -> dict:
+    """File, line (None for line 0), column, function and the call-site chain, nested."""
     if loc is None:
         return {"file": None, "line": None, "column": None, "function": None, "inlined_at": None}
-    inl = None
-    if loc.inlined_at is not None:
-        inl = {"file": loc.inlined_at.file, "line": loc.inlined_at.line,
-               "column": loc.inlined_at.column}
-    return {"file": loc.file, "line": loc.line, "column": loc.column, "function": loc.function,
-            "inlined_at": inl}
+    return {"file": loc.file, "line": loc.line if loc.known else None, "column": loc.column,
+            "function": loc.function,
+            "inlined_at": None if loc.inlined_at is None else _loc_dict(loc.inlined_at)}
 
 
 def callsite(loc: ir.SourceLoc) -> ir.SourceLoc:
@@ -145,14 +193,18 @@ def first_definitions(kernel: ir.Kernel) -> dict:
     return out
 
 
+_GENERATED = ("(compiler-generated)",)
+
+
 def attribute_registers(kernel: ir.Kernel, registers: Iterable[ir.Register], *,
                         by: str = "line", definitions: Optional[dict] = None) -> Attribution:
     """Map each register to the source location of its first definition and aggregate.
 
     ``by="line"`` groups by the location of the defining instruction itself (inside an
     inlined helper, that is the helper's line); ``by="callsite"`` groups by the outermost
-    call site, i.e. the line of the kernel's own source that the helper was inlined into.
-    Column and function are dropped from the grouping key (file and line only).
+    call site, i.e. the line of the kernel's own source that the (possibly nested) helpers
+    were inlined into.  Column and function are dropped from the grouping key (file and line
+    only); line 0 (compiler-generated code) is one group of its own, whatever the file.
     ``definitions`` may pass a precomputed :func:`first_definitions` result.
     """
     if by not in ("line", "callsite"):
@@ -172,17 +224,20 @@ def attribute_registers(kernel: ir.Kernel, registers: Iterable[ir.Register], *,
         src = ValueSource(reg, index, inst.opcode, inst.loc)
         values.append(src)
         loc = inst.loc if by == "line" else callsite(inst.loc)
-        key = (loc.file, loc.line)
+        key = (loc.file, loc.line) if loc.known else _GENERATED
         entry = groups.get(key)
         if entry is None:
-            # keep the first location seen for this line (with its function and call site)
-            entry = groups[key] = [ir.SourceLoc(loc.file, loc.line, 0, loc.function,
-                                                loc.inlined_at), []]
+            # keep the first location seen for this line (with its function and call sites)
+            first = (ir.SourceLoc(loc.file, loc.line, 0, loc.function, loc.inlined_at)
+                     if loc.known else ir.SourceLoc(loc.file, 0))
+            entry = groups[key] = [first, [], set()]
         entry[1].append(reg)
+        entry[2].add(tuple((f.file, f.line) for f in loc.chain()[1:]))
     lines = []
-    for loc, regs in groups.values():
+    for loc, regs, contexts in groups.values():
         units = sum(r.units for r in regs if not r.type.is_pred)
         preds = sum(1 for r in regs if r.type.is_pred)
-        lines.append(LineShare(loc, len(regs), units, preds, tuple(r.name for r in regs)))
+        lines.append(LineShare(loc, len(regs), units, preds, tuple(r.name for r in regs),
+                               len(contexts) if loc.known else 1))
     lines.sort(key=lambda s: (-s.units, -s.values, s.loc.file, s.loc.line))
-    return Attribution(tuple(values), tuple(lines), tuple(missing), by)
+    return Attribution(tuple(values), tuple(lines), tuple(missing), by, kernel.name)

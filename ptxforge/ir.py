@@ -57,7 +57,12 @@ __all__ = [
 class SourceLoc:
     """Where a value or instruction came from: a Python line, or a PTX ``.loc`` line.
 
-    ``function`` names the function the code was inlined from (when ``.loc`` says so).
+    ``function`` names the function the code was inlined from (as ``.loc`` spells it, usually
+    mangled; None for the enclosing PTX function's own code).  ``inlined_at`` is the call site
+    it was inlined at, itself a SourceLoc with its own ``function`` and ``inlined_at``: the
+    whole inlining chain, innermost first (see :meth:`chain`).  Line 0 is what compilers
+    write for code that belongs to no source line (``.loc 1 0 0``): ``known`` is False and
+    it prints as ``(compiler-generated)``.
     """
 
     file: str
@@ -66,8 +71,22 @@ class SourceLoc:
     function: Optional[str] = None
     inlined_at: Optional["SourceLoc"] = None
 
+    @property
+    def known(self) -> bool:
+        """False for line 0 (compiler-generated code without a source line)."""
+        return self.line > 0
+
+    def chain(self) -> tuple["SourceLoc", ...]:
+        """This location and its call sites, innermost first (the last one is in the kernel)."""
+        out = [self]
+        loc = self
+        while loc.inlined_at is not None:
+            loc = loc.inlined_at
+            out.append(loc)
+        return tuple(out)
+
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}" if self.line > 0 else "(compiler-generated)"
 
 
 @attrs.frozen(slots=True)

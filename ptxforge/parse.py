@@ -386,6 +386,7 @@ class _Parser(LineInfoParser, InstructionParser):
             returns = self.param_list("return value list")
         name = self.ident("a function name")
         self.function_name = name
+        self.loc_begin_function()
         params: tuple = ()
         if toks[self.i] == "(":
             params = self.param_list(f"parameter list of {name}")

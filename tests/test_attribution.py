@@ -117,3 +117,128 @@ def test_pressure_report_names_the_loads_line_at_the_peak():
     regs = {r.name: r for i in k.instructions for r in i.defs}
     mine = attribute_registers(k, [regs[v.name] for v in report.peak.values if v.name in regs])
     assert mine.lines[0].loc.line == top.line and mine.lines[0].values == top.count
+
+
+# -- inlining chains, demangled names, compiler-generated lines ---------------------------------
+NESTED = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry _Z2Gui(.param .u32 n)
+{
+    .reg .f64 %fd<6>;
+    .loc 1 67 5
+    .loc 1 38 13, function_name $L__info_string0, inlined_at 1 67 5
+    .loc 1 22 5, function_name $L__info_string1, inlined_at 1 38 13
+    mov.f64 %fd1, 0d3FF0000000000000;
+    .loc 1 68 5
+    .loc 1 38 13, function_name $L__info_string0, inlined_at 1 68 5
+    .loc 1 22 5, function_name $L__info_string1, inlined_at 1 38 13
+    mov.f64 %fd2, 0d4000000000000000;
+    .loc 1 0 5
+    add.f64 %fd3, %fd1, %fd2;
+    .loc 1 70 1
+    add.f64 %fd4, %fd3, %fd3;
+    ret;
+}
+.file 1 "weno_big.cu"
+.section .debug_str
+{
+$L__info_string0:
+.b8 95,90,53,119,101,110,111,53,80,75,100,108,108,105,98,0
+$L__info_string1:
+.b8 95,90,50,115,99,105,105,105,0
+}
+"""
+
+
+def test_format_shows_the_chain_with_demangled_names():
+    k = parse(NESTED).kernel("_Z2Gui")
+    regs = _regs(k, "%fd1", "%fd2", "%fd3", "%fd4")
+    a = attribute_registers(k, regs[:1])
+    assert a.format().splitlines() == [
+        "      1 values     2 units  weno_big.cu:22 in sc ← :38 in weno5 ← :67 in Gu"]
+    both = attribute_registers(k, regs[:2])  # line 22 reached through two call chains
+    (share,) = both.lines
+    assert (share.loc.line, share.values, share.contexts) == (22, 2, 2)
+    assert both.format().splitlines() == [
+        "      2 values     4 units  weno_big.cu:22 in sc (inlined at 2 call sites)"]
+    by_call = attribute_registers(k, regs, by="callsite")
+    assert [(s.loc.line, s.values) for s in by_call.lines] == [(0, 1), (67, 1), (68, 1), (70, 1)]
+    assert by_call.format().splitlines()[0].endswith("units  (compiler-generated)")
+
+
+def test_line_zero_is_compiler_generated():
+    k = parse(NESTED).kernel("_Z2Gui")
+    (fd3,) = _regs(k, "%fd3")
+    loc = k.instructions[2].loc
+    assert (loc.line, loc.known, str(loc)) == (0, False, "(compiler-generated)")
+    a = attribute_registers(k, [fd3])
+    (share,) = a.lines
+    assert share.compiler_generated and share.registers == ("%fd3",)
+    d = share.to_dict()
+    assert d["line"] is None and d["file"] == "weno_big.cu"
+    assert a.values[0].to_dict()["line"] is None
+    assert "weno_big.cu:0" not in a.format()
+
+
+def test_line_zero_is_one_group_whatever_the_file():
+    text = NESTED.replace("    .loc 1 70 1\n", "    .loc 2 0 0\n").replace(
+        '.file 1 "weno_big.cu"', '.file 1 "weno_big.cu"\n.file 2 "helpers.cuh"')
+    k = parse(text).kernel("_Z2Gui")
+    assert {i.loc.file for i in k.instructions[2:4]} == {"weno_big.cu", "helpers.cuh"}
+    a = attribute_registers(k, _regs(k, "%fd3", "%fd4"))
+    assert [(s.compiler_generated, s.registers) for s in a.lines] == [(True, ("%fd3", "%fd4"))]
+    assert a.format().splitlines() == ["      2 values     4 units  (compiler-generated)"]
+
+
+def test_line_zero_groups_together_in_nvrtc_output():
+    # NVRTC writes `.loc 1 0 …` for address setup it generated; one group, whatever the column
+    k = parse(corpus_ptx("gemm", "sm_80", True)).kernel("sgemm_4x4")
+    defs = first_definitions(k)
+    expected = sorted(r.name for r, (_, inst) in defs.items()
+                      if inst.loc is not None and inst.loc.line == 0)
+    assert len(expected) >= 10
+    a = attribute_registers(k, list(defs))
+    generated = [s for s in a.lines if s.compiler_generated]
+    assert len(generated) == 1 and sorted(generated[0].registers) == expected
+    assert all(s.loc.line > 0 for s in a.lines if not s.compiler_generated)
+    assert ":0 " not in a.format(top=100) and "(compiler-generated)" in a.format(top=100)
+
+
+def test_json_keeps_the_whole_chain():
+    k = parse(NESTED).kernel("_Z2Gui")
+    d = attribute_registers(k, _regs(k, "%fd1")).to_dict()["lines"][0]
+    assert (d["line"], d["function"]) == (22, "_Z2sciii")
+    weno5 = d["inlined_at"]
+    assert (weno5["line"], weno5["column"], weno5["function"]) == (38, 13, "_Z5weno5PKdllib")
+    kernel = weno5["inlined_at"]
+    assert (kernel["line"], kernel["function"], kernel["inlined_at"]) == (67, None, None)
+
+
+def test_describe_loc():
+    from ptxforge.attribution import describe_loc
+
+    outer = ir.SourceLoc("k.cu", 67, 5)
+    mid = ir.SourceLoc("w.cuh", 38, 13, "_Z5weno5PKdllib", outer)
+    inner = ir.SourceLoc("w.cuh", 0, 0, "_Z2sciii", mid)
+    assert describe_loc(inner, "_Z2Gui") == \
+        "(compiler-generated) in sc ← w.cuh:38 in weno5 ← k.cu:67 in Gu"
+    assert describe_loc(outer, "Gu") == "k.cu:67"
+    assert describe_loc(None) == "?"
+    assert describe_loc(mid) == "w.cuh:38 in weno5 ← k.cu:67"
+
+
+def test_templates_kernel_names_are_demangled_in_the_chain():
+    k = parse(corpus_ptx("templates", "sm_80", True)).kernel("_Z4map2If5SaxpyIfEEvPKT_S4_PS2_T0_i")
+    text = attribute_registers(k, [r for i in k.instructions for r in i.defs]).format()
+    assert "in Saxpy<float>::operator() ← :" in text
+    assert text.rstrip().count("in map2<float, Saxpy<float> >") >= 1
+
+
+def test_doctests():
+    import doctest
+
+    from ptxforge import attribution
+
+    result = doctest.testmod(attribution)
+    assert result.failed == 0 and result.attempted >= 4
