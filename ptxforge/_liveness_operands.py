@@ -4,7 +4,9 @@ Registers are numbered by first appearance.  :func:`register_facts` gives per re
 first definition, number of definitions and last use (and which may be read before being
 written); :func:`decode_operands` gives per instruction the register indices it defines and
 reads; :func:`operands_touching` does the same for a chosen subset of registers only.  Guards
-count as reads; vectors and negated predicates go through the IR's own ``defs``/``uses``.
+count as reads; vectors and negated predicates go through the IR's own ``defs``/``uses``,
+which also know texture/surface references and destinations that are read too (wgmma's
+accumulator: PTX writes those as ``{…}`` vectors, so they always take that path).
 """
 
 from __future__ import annotations

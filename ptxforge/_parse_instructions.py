@@ -3,9 +3,11 @@
 :meth:`InstructionParser.instruction` reads ``[@[!]%p] opcode operand, …;``: registers
 (resolved against the ``.reg`` declarations in scope whatever the name looks like, ``%r1``
 or ``acc``, or special registers; a declared name shadows a symbol),
-immediates (hex float literals exact), addresses ``[base+offset]`` (anything else in brackets
-kept verbatim), vectors ``{…}``/``(…)``/``a|b``, negated predicates and names.  Opcodes are
-not checked; the number of destinations and branch targets come from the lexer's tables.
+immediates (hex float literals exact), addresses ``[base+offset]``, texture and surface
+references ``[tex, {x, y}]`` / ``[tex, sampler, {x, y}]`` (bracket vectors, whose registers
+are read), vectors ``{…}``/``(…)``/``a|b``/``{…}|p``, negated predicates and names (anything
+else in brackets is kept verbatim).  Opcodes are not checked; the number of destinations and
+branch targets come from the lexer's tables.
 """
 
 from __future__ import annotations
@@ -134,7 +136,11 @@ class InstructionParser(ScopeTracker):
                     if t2 != ",":
                         raise self.error(f"expected ',' or {close!r} in a vector operand, got {show_token(t2)}",
                                          self.i - 1)
-            return ir.Vector(tuple(elems), "brace" if c == "{" else "paren")
+            vec = ir.Vector(tuple(elems), "brace" if c == "{" else "paren")
+            if toks[self.i] == "|":  # tex/tld4 ``{d0, d1, d2, d3}|p``: the residency predicate
+                self.i += 1
+                return ir.Vector((vec, self.operand()), "pipe")
+            return vec
         if c == "!":
             self.i += 1
             reg = self.register(toks[self.i])
@@ -224,6 +230,8 @@ class InstructionParser(ScopeTracker):
         else:
             raise self.error(f"expected a register, name or offset in an address, got {show_token(t)}")
         t = toks[self.i]
+        if t == "," and base is not None:
+            return self._reference(base)
         if t == "+" and base is not None:
             self.i += 1
             if not (toks[self.i][0].isdigit() or toks[self.i] == "-"):
@@ -237,8 +245,22 @@ class InstructionParser(ScopeTracker):
         self.i += 1
         return ir.Address(base, offset)
 
+    def _reference(self, first) -> ir.Vector:
+        """The rest of ``[tex, {x, y}]`` or ``[tex, sampler, {x, y}]`` after ``tex``: the
+        texture/surface (a register or a name), an optional sampler and the coordinates."""
+        toks = self.toks
+        elems = [first]
+        while toks[self.i] == ",":
+            self.i += 1
+            elems.append(self.operand())
+        if toks[self.i] != "]":
+            raise self.error(f"expected ',' or ']' in a texture or surface operand "
+                             f"[tex, {{coordinates}}], got {show_token(toks[self.i])}")
+        self.i += 1
+        return ir.Vector(tuple(elems), "bracket")
+
     def _raw_address(self, start: int) -> ir.Raw:
-        """A bracketed operand the IR cannot type (``[tex, {%f1, %f2}]``), kept verbatim."""
+        """A bracketed operand the IR cannot type, kept verbatim."""
         depth = 0
         k = start
         while True:

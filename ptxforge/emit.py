@@ -71,6 +71,8 @@ def format_operand(op: ir.Operand) -> str:
             return "|".join(inner)
         if op.style == "paren":
             return "(" + ", ".join(inner) + ")"
+        if op.style == "bracket":
+            return "[" + ", ".join(inner) + "]"
         return "{" + ", ".join(inner) + "}"
     raise BuildError(f"cannot emit operand of type {type(op).__name__}: {op!r}")
 

@@ -7,7 +7,10 @@ All classes are frozen and slotted; equality of registers is by name and type.
 An :class:`Instruction` keeps its operands in PTX order.  The first ``ndefs`` operands are
 destinations; every register appearing in the remaining operands (address bases, vector
 elements, negated predicates) and in the guard predicate is a use.  An in-place op such as
-``add.f32 %f1, %f1, %f2`` therefore both defines and uses ``%f1``.
+``add.f32 %f1, %f1, %f2`` therefore both defines and uses ``%f1``, and so does an opcode
+whose destination is also an input (:func:`reads_destination`: ``wgmma.mma_async``'s
+accumulator).  Registers inside a bracketed operand (an address, or a texture/surface
+reference ``[%rd2, {%f1, %f2}]``) are read wherever the operand stands.
 
 Example::
 
@@ -38,6 +41,8 @@ __all__ = [
     "Negated",
     "Raw",
     "Operand",
+    "READ_WRITE_OPCODES",
+    "reads_destination",
     "Guard",
     "Instruction",
     "Label",
@@ -159,10 +164,13 @@ class Address:
 
 @attrs.frozen(slots=True)
 class Vector:
-    """A group of operands: ``{a, b}`` (brace), ``(a, b)`` (paren) or ``p|q`` (pipe)."""
+    """A group of operands: ``{a, b}`` (brace), ``(a, b)`` (paren), ``p|q`` (pipe) or
+    ``[tex, {x, y}]`` (bracket: a texture or surface reference with its coordinates, read
+    like an address)."""
 
     elements: tuple
-    style: str = attrs.field(default="brace", validator=attrs.validators.in_(("brace", "paren", "pipe")))
+    style: str = attrs.field(default="brace",
+                             validator=attrs.validators.in_(("brace", "paren", "pipe", "bracket")))
 
 
 @attrs.frozen(slots=True)
@@ -196,6 +204,29 @@ def registers_in(operand: Operand) -> Iterator[Register]:
         yield operand.operand
 
 
+#: Opcode prefixes whose destination is also an input: ``wgmma.mma_async`` computes
+#: D = A*B + D in place (its D is read unless scale-d is the immediate 0; a predicate scale-d
+#: counts as read, which can only overstate liveness).  ``mma``/``wmma.mma`` name their C
+#: operand separately and are not here.
+READ_WRITE_OPCODES = ("wgmma.mma_async",)
+
+
+def reads_destination(inst: "Instruction") -> bool:
+    """True when ``inst``'s destination registers are read as well as written."""
+    if not inst.opcode.startswith(READ_WRITE_OPCODES):
+        return False
+    ops = inst.operands
+    k = 5 if ".sp." in inst.opcode else 3  # scale-d: after d, a, b (and sp-meta, sp-sel)
+    scale = ops[k] if len(ops) > k else None
+    return not (isinstance(scale, Immediate) and scale.value == 0)
+
+
+def _read_only(operand) -> bool:
+    """An address or a texture/surface reference: its registers are read, never written."""
+    return isinstance(operand, Address) or (isinstance(operand, Vector)
+                                           and operand.style == "bracket")
+
+
 @attrs.frozen(slots=True)
 class Guard:
     """The predicate an instruction is executed under: ``@%p1`` or ``@!%p1``."""
@@ -225,17 +256,19 @@ class Instruction:
         """Registers written (all registers inside the destination operands)."""
         out: list[Register] = []
         for operand in self.operands[: self.ndefs]:
-            if isinstance(operand, Address):
+            if _read_only(operand):
                 continue  # an address in destination position is read, not written
             out.extend(registers_in(operand))
         return tuple(out)
 
     @property
     def uses(self) -> tuple[Register, ...]:
-        """Registers read: source operands, address bases anywhere, and the guard."""
+        """Registers read: source operands, address bases anywhere, destinations that are also
+        inputs (:func:`reads_destination`), and the guard."""
         out: list[Register] = []
+        rw = self.ndefs > 0 and reads_destination(self)
         for operand in self.operands[: self.ndefs]:
-            if isinstance(operand, Address):
+            if rw or _read_only(operand):
                 out.extend(registers_in(operand))
         for operand in self.operands[self.ndefs:]:
             out.extend(registers_in(operand))

@@ -138,11 +138,13 @@ def special_register_type(name: str) -> str:
 # -- opcode and directive tables ----------------------------------------------------------
 # Families whose instructions write no register: every operand is a use.  (An address in
 # first position is never a def anyway; these are the ones whose first operand is a value.)
+# Every other opcode defines its first operand; ir.reads_destination says which of those
+# also read it (wgmma.mma_async's accumulator).
 NO_DEF_FAMILIES: frozenset[str] = frozenset({
     "st", "st.async", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence",
     "prefetch", "prefetchu", "trap", "brkpt", "nanosleep", "pmevent", "call", "sust", "sured",
     "stmatrix", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "wgmma",
-    "multimem", "cp", "tensormap", "mbarrier", "tcgen05", "wmma",
+    "multimem", "cp", "tensormap", "mbarrier", "tcgen05", "wmma", "stackrestore",
 })
 # Families listed above that nevertheless define a register for some sub-opcodes.
 _DEF_EXCEPTIONS = ("wgmma.mma_async", "mbarrier.arrive", "mbarrier.test_wait",
@@ -159,6 +161,8 @@ def is_no_def(opcode: str) -> bool:
         return False
     if family in ("wgmma", "mbarrier", "wmma", "tcgen05", "multimem"):
         return not opcode.startswith(_DEF_EXCEPTIONS)
+    if family in ("bar", "barrier"):  # bar{.cta}.red / barrier{.cta}.red write d (or p)
+        return "red" not in opcode.split(".")
     return True
 
 

@@ -67,6 +67,8 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
     if not isinstance(text, str):
         raise ParseError(f"expected PTX text (str or bytes), got {type(text).__name__}",
                          file=str(filename), line=0, column=0)
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark (editors on Windows add one)
+        text = text[1:]
     return _Parser(text, filename).module()
 
 
