@@ -11,13 +11,14 @@ the driver lazily; everything else works on a machine without a GPU.
 
 from . import ir, isa, kernels, types
 from .analysis import ModuleAnalysis, KernelAnalysis, analyze_module, analyze_ptx
-from .attribution import Attribution, attribute_registers, first_definitions
+from .attribution import Attribution, attribute_registers, describe_loc, first_definitions
 from .builder import KernelBuilder, ModuleBuilder
 from .cfg import ControlFlowGraph, build_cfg
 from .compare import Comparison, Estimate, compare
 from .compile import (CompileOptions, Compiled, KernelStats, available_backends, backend_status,
                       compile_many, compile_ptx)
 from .cubin import CubinInfo, read_cubin
+from .demangle import demangle, demangle_function
 from .emit import emit
 from .errors import (
     BackendUnavailableError,
@@ -64,7 +65,8 @@ __all__ = [
     "build_cfg", "ControlFlowGraph", "analyze_liveness", "Liveness", "analyze_pressure",
     "PressureReport", "build_interference", "InterferenceGraph", "greedy_coloring",
     "verify_coloring", "max_clique", "instruction_mix", "module_mix", "InstructionMix",
-    "SelpBreakdown", "attribute_registers", "first_definitions", "Attribution",
+    "SelpBreakdown", "attribute_registers", "first_definitions", "Attribution", "describe_loc",
+    "demangle", "demangle_function",
     "analyze_module", "analyze_ptx", "ModuleAnalysis", "KernelAnalysis", "compare_variants",
     # compile, occupancy, comparison
     "compile_ptx", "compile_many", "CompileOptions", "Compiled", "KernelStats",
