@@ -41,6 +41,7 @@ from .pressure import PressureReport, analyze_pressure
 from .ptxas_log import PtxasLog, parse_ptxas_log
 from .sass import SassFunction, SassInstruction, SassLiveness, find_nvdisasm, sass_liveness
 from .sass_report import SassReport, sass_report
+from .cubin_analysis import CubinReport, analyze_cubin
 from .sweep import Sweep, sweep
 from .variants import compare_variants
 
@@ -75,7 +76,7 @@ __all__ = [
     "arch_props", "compare", "Comparison", "Estimate", "sweep", "Sweep",
     # SASS ground truth (nvdisasm)
     "sass_liveness", "SassLiveness", "SassFunction", "SassInstruction", "find_nvdisasm",
-    "sass_report", "SassReport",
+    "sass_report", "SassReport", "analyze_cubin", "CubinReport",
     # GPU
     "load",
     # errors

@@ -187,8 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "liveness of the SASS with nvdisasm, and set it beside the "
                                    "PTX estimate and REGCOUNT. A .cubin is read as it is.")
     g.add_argument("file", metavar="FILE")
-    g.add_argument("--arch", default="sm_80", type=_arch(True),
-                   help="target architecture for PTX input (default sm_80)")
+    g.add_argument("--arch", default=None, type=_arch(True),
+                   help="target architecture for PTX input (default: the PTX's .target, "
+                        "else sm_80)")
     g.add_argument("--kernel", metavar="NAME",
                    help="report only this kernel (default: every .entry)")
     g.add_argument("--json", action="store_true", help="machine-readable JSON output")

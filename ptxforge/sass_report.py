@@ -43,7 +43,8 @@ import attrs
 from . import ir
 from ._text import clip, plural, table
 from .compare import Estimate
-from .compile import CompileOptions, KernelStats, compile_ptx, normalize_target
+from ._analysis_resources import resolve_arch
+from .compile import CompileOptions, KernelStats, compile_ptx
 from .errors import PtxforgeError
 from .sass import SassFunction, SassLiveness, sass_liveness
 
@@ -240,11 +241,11 @@ def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
     return SassKernelReport(name, fn, callees, **kw)
 
 
-def sass_report(source, arch: Union[str, int] = "sm_80", *, kernel: Optional[str] = None,
+def sass_report(source, arch: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
                 backend: str = "auto", options: Optional[CompileOptions] = None,
                 nvdisasm: Optional[str] = None, file: str = "<ptx>") -> SassReport:
-    """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` with line
-    info, read its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
+    """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` (default: the
+    PTX's own ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, read its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
     each ``.entry`` (or ``kernel``).  Cubin bytes (``\\x7fELF…``) are read as they are: no
     estimate, REGCOUNT from the cubin, the architecture from its header.
 
@@ -259,8 +260,8 @@ def sass_report(source, arch: Union[str, int] = "sm_80", *, kernel: Optional[str
     from .parse import parse
     from .pressure import analyze_pressure
 
-    tgt = normalize_target(arch)
     module = source if isinstance(source, ir.Module) else parse(source, file)
+    tgt = resolve_arch(arch, module.target)[0]
     bodies = {k.name: k for k in module.kernels if k.body is not None}
     if kernel is not None and kernel not in bodies:
         raise PtxforgeError(f"sass: no kernel named {kernel!r} in {file}; it has: "

@@ -495,3 +495,13 @@ def test_docs_examples_are_what_the_command_prints(tmp_path, capsys, monkeypatch
         Path(argv[1]).write_text(corpus_ptx(argv[1].removesuffix(".ptx"), "sm_80", True))
         code, out, _ = run(capsys, *argv)
         assert code == 0 and norm(out) == norm(expected)
+
+
+def test_arch_defaults_to_the_ptx_target():
+    """Without an arch, sass compiles for the PTX's own .target (as analyze does), so PTX
+    written for sm_90a is not refused by ptxas for a default sm_80."""
+    src = (Path(__file__).parent / "data" / "styles" / "triton_style.ptx").read_text()
+    assert ".target sm_90a" in src
+    res = sass_report(src, file="triton_style.ptx")
+    assert res.arch == "sm_90a"
+    assert sass_report(src, "sm_90a", file="t.ptx").to_dict()["kernels"] == res.to_dict()["kernels"]
