@@ -31,6 +31,7 @@ from .errors import (
     PtxTypeError,
     UnsupportedError,
 )
+from .isolate import CompilerCrashError
 from .interference import (InterferenceGraph, build_interference, greedy_coloring, max_clique,
                            verify_coloring)
 from .liveness import Liveness, analyze_liveness
@@ -82,4 +83,5 @@ __all__ = [
     # errors
     "PtxforgeError", "PtxTypeError", "BuildError", "UnsupportedError", "ParseError",
     "CompileError", "BackendUnavailableError", "DeviceError", "LaunchError",
+    "CompilerCrashError",
 ]

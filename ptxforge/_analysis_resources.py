@@ -35,7 +35,8 @@ from .occupancy import arch_props, register_cliffs, unknown_arch_reason
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
            "local_array_bytes", "launch_limits", "resolve_block", "resolve_arch",
-           "register_limit", "cliffs_at", "callers_of", "function_stats"]
+           "register_limit", "cliffs_at", "callers_of", "function_stats", "PTXAS_JSON_KEYS",
+           "ptxas_fields", "stack_text"]
 
 #: The architecture analysed when neither ``arch`` nor a usable ``.target`` says one.
 DEFAULT_ARCH = "sm_80"
@@ -248,9 +249,44 @@ def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:
                         shared=(ck.shared if ck is not None else 0),
                         constant_bank0=None, barriers=(ck.barriers if ck is not None else None),
                         compile_time_ms=f.compile_time_ms if f is not None else None)
+    recursive = any(name in edges.get(c, ()) for c in seen)  # a cycle back to ``name``
     extra = dict(body_registers=f.registers if f is not None else None,
                  body_spill_stores=own_st, body_spill_loads=own_ld,
-                 body_stack_frame=int(own_frame), callees=tuple(sorted(seen - {name})))
+                 body_stack_frame=int(own_frame), callees=tuple(sorted(seen - {name})),
+                 stack_known=not recursive)
     fields = attrs.fields_dict(KernelStats)
     stats = attrs.evolve(stats, **{k: v for k, v in extra.items() if k in fields})
     return stats, None
+
+
+#: The keys of the analyze JSON's ``ptxas`` object, in order (docs/cli.md).
+PTXAS_JSON_KEYS = ("registers", "utilization", "spill_stores", "spill_loads", "stack",
+                   "stack_known", "local_array_bytes", "shared", "constant_bank0",
+                   "param_bytes", "barriers", "register_cap", "register_cap_source",
+                   "register_cap_note", "body_registers", "body_spill_stores",
+                   "body_spill_loads", "body_stack_frame", "callees")
+
+
+def ptxas_fields(stats, limit: int, constant_bank0=None, param_bytes=None) -> dict:
+    """The analyze JSON's ``ptxas`` object for ``stats`` (every value None without stats).
+    ``stack`` is the call graph's stack (a lower bound when ``stack_known`` is False),
+    ``body_*`` the kernel's own figures, ``callees`` the functions it may call."""
+    if stats is None:
+        return dict.fromkeys(PTXAS_JSON_KEYS)
+    s = stats
+    return {"registers": s.registers, "utilization": round(s.registers / limit, 6),
+            "spill_stores": s.spill_stores, "spill_loads": s.spill_loads,
+            "stack": s.stack_frame, "stack_known": s.stack_known,
+            "local_array_bytes": s.local_array_bytes, "shared": s.shared,
+            "constant_bank0": constant_bank0, "param_bytes": param_bytes,
+            "barriers": s.barriers, "register_cap": s.register_cap,
+            "register_cap_source": s.register_cap_source,
+            "register_cap_note": s.register_cap_note, "body_registers": s.body_registers,
+            "body_spill_stores": s.body_spill_stores, "body_spill_loads": s.body_spill_loads,
+            "body_stack_frame": s.body_stack_frame, "callees": list(s.callees)}
+
+
+def stack_text(stats) -> str:
+    """The call graph's stack in bytes as text: ``"48"``, or ``"≥48"`` when ptxas could not
+    bound it (recursion: the figure counts each recursive function once)."""
+    return f"{'' if stats.stack_known else '≥'}{stats.stack_frame}"

@@ -8,6 +8,7 @@ from ._text import clip as _clip
 from ._text import plural as _plural
 from ._text import table
 from ._analysis_peak import display_name
+from ._analysis_resources import stack_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import KernelAnalysis, ModuleAnalysis, OccupancyReport
@@ -135,8 +136,18 @@ def _resource_rows(k: "KernelAnalysis") -> list:
         ("predicates", r.pred_peak.units, None),
         ("spill stores (bytes)", None, s.spill_stores if s else None),
         ("spill loads (bytes)", None, s.spill_loads if s else None),
-        ("stack frame (bytes)", None, s.stack_frame if s else None),
+        ("stack (bytes)", None, stack_text(s) if s else None),
     ]
+    if s is not None and s.callees:   # the kernel's own figures beside the call graph's
+        own = [("registers", s.body_registers, s.registers),
+               ("spill stores", s.body_spill_stores, s.spill_stores),
+               ("spill loads", s.body_spill_loads, s.spill_loads),
+               ("stack frame", s.body_stack_frame, s.stack_frame)]
+        rows += [(f"  {what}, own body" + ("" if what == "registers" else " (bytes)"), None, mine)
+                 for what, mine, total in own if mine is not None and mine != total]
+    if s is not None and s.register_cap is not None:
+        rows.append(("register cap", None, f"{s.register_cap} ({s.register_cap_source})"
+                     if s.register_cap_source else s.register_cap))
     if k.local_bytes:
         rows.append(("local arrays in the PTX (bytes)", k.local_bytes, None))
     if k.constant_bank0 is not None:
@@ -153,6 +164,24 @@ def _resource_rows(k: "KernelAnalysis") -> list:
             ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else None),
         ]
     return rows
+
+
+def _compile_lines(s) -> list:
+    """What the table cannot say: the calls behind the figures, an unbounded stack, a
+    requested cap that did not apply."""
+    if s is None:
+        return []
+    out = []
+    if s.callees:
+        out.append(f"  calls {_plural(len(s.callees), 'function')}: "
+                   + _clip(", ".join(display_name(c) for c in s.callees), 80)
+                   + "; registers, spills and stack cover them")
+    if not s.stack_known:
+        out.append(f"  stack: at least {s.stack_frame} bytes: the call graph recurses, so "
+                   "ptxas cannot bound it (each recursive function counted once)")
+    if s.register_cap_note:
+        out.append(f"  register cap: {s.register_cap_note}")
+    return out
 
 
 def _title(k: "KernelAnalysis") -> list:
@@ -203,6 +232,7 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
     lines += table(("", "estimate", "ptxas"), _resource_rows(k))
     if k.stats_note:
         lines.append(f"  ptxas: {k.stats_note}")
+    lines += _compile_lines(s)
     if op is None:
         lines.append(f"  occupancy n/a: {k.occupancy_note}")
     elif not op.launchable:
@@ -286,13 +316,22 @@ def _header(m: "ModuleAnalysis") -> list:
     head = (f"{m.file}: PTX {m.ptx_version} for {m.ptx_target}; analysed for {m.arch}"
             f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
             + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
-            + "; " + (f"ptxas via {m.backend}" if m.compiled else "ptxas not run"))
+            + "; " + (_tool(m) if m.compiled else "ptxas not run"))
     return [head] + [f"note: {n}" for n in m.notes]
+
+
+def _tool(m: "ModuleAnalysis") -> str:
+    """``ptxas via nvjitlink (nvJitLink 13.5)`` or ``ptxas 12.9 (/path/to/ptxas)``."""
+    if not m.tool:
+        return f"ptxas via {m.backend}"
+    if m.tool.startswith("ptxas"):
+        return m.tool
+    return f"ptxas via {m.backend} ({m.tool})"
 
 
 def _stack_cell(k: "KernelAnalysis"):
     if k.stats is not None:
-        return k.stats.stack_frame
+        return stack_text(k.stats)
     return f"{k.local_bytes} (PTX)" if k.local_bytes else None
 
 

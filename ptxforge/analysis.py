@@ -13,7 +13,7 @@ ptxforge knows it; else sm_80, with a note), without ``block`` each kernel's own
 
 JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
 
-    schema, file, arch, arch_source, block_size, dynamic_shared, compiled, backend,
+    schema, file, arch, arch_source, block_size, dynamic_shared, compiled, backend, tool,
     ptx_version, ptx_target, notes: [str], kernels: [KERNEL]
     KERNEL = {name, demangled, entry, instructions, vregs: {type: n}, declared: {type: n},
               mix: {by_family, by_opcode, groups, selp},
@@ -21,9 +21,11 @@ JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
                          peak_index, peak_instruction, peak_count, by_class, values_total,
                          values: [VALUE], by_source: [SOURCE], by_function: [FUNCTION],
                          by_callsite: [CALLSITE]},
-              ptxas: {registers, utilization, spill_stores, spill_loads, stack,
+              ptxas: {registers, utilization, spill_stores, spill_loads, stack, stack_known,
                       local_array_bytes, shared, constant_bank0, param_bytes, barriers,
-                      register_cap},
+                      register_cap, register_cap_source, register_cap_note,
+                      body_registers, body_spill_stores, body_spill_loads,
+                      body_stack_frame, callees: [str]},
                       (values null when not compiled, or when ptxas kept no code for a .func)
               occupancy: {basis, registers, register_limit, block_size, block_source,
                           shared, dynamic_shared, blocks_per_sm, occupancy, limiter,
@@ -64,8 +66,9 @@ import attrs
 from . import ir
 from ._analysis_peak import display_name, full_name, peak_groups
 from ._analysis_resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats,
-                                  launch_limits, local_array_bytes, register_limit,
-                                  resolve_arch, resolve_block, static_shared_bytes)
+                                  launch_limits, local_array_bytes, ptxas_fields,
+                                  register_limit, resolve_arch, resolve_block,
+                                  static_shared_bytes)
 from ._analysis_text import render_kernel, render_module, render_occupancy
 from .compare import Comparison, Estimate, compare
 from .compile import TARGETS, CompileOptions, KernelStats, compile_ptx, normalize_target
@@ -241,17 +244,7 @@ class KernelAnalysis:
         cut = (lambda xs: list(xs)) if top <= 0 else (lambda xs: list(xs)[:top])
         p, s, lim = self.pressure.peak, self.stats, self.register_limit
         mix = self.mix.to_dict()
-        ptxas = {"registers": None, "utilization": None, "spill_stores": None,
-                 "spill_loads": None, "stack": None, "local_array_bytes": None, "shared": None,
-                 "constant_bank0": None, "param_bytes": None, "barriers": None,
-                 "register_cap": None}
-        if s is not None:
-            ptxas = {"registers": s.registers, "utilization": round(s.registers / lim, 6),
-                     "spill_stores": s.spill_stores, "spill_loads": s.spill_loads,
-                     "stack": s.stack_frame, "local_array_bytes": s.local_array_bytes,
-                     "shared": s.shared, "constant_bank0": self.constant_bank0,
-                     "param_bytes": self.param_bytes,
-                     "barriers": s.barriers, "register_cap": s.register_cap}
+        ptxas = ptxas_fields(s, lim, self.constant_bank0, self.param_bytes)
         oe, c = self.occupancy_estimate, self.cliffs
         common = {"basis": self.occupancy_basis, "register_limit": lim,
                   "block_source": self.block_source, "dynamic_shared": self.dynamic_shared}
@@ -323,6 +316,7 @@ class ModuleAnalysis:
     arch_source: str = "given"
     notes: tuple = ()
     dynamic_shared: int = 0
+    tool: Optional[str] = None       # the compiler that ran: "nvJitLink 13.5", "ptxas 12.9 (…)"
 
     def kernel(self, name: str) -> KernelAnalysis:
         """The analysis of kernel ``name`` (PtxforgeError listing the names otherwise)."""
@@ -337,7 +331,7 @@ class ModuleAnalysis:
         return {"schema": SCHEMA, "file": self.file, "arch": self.arch,
                 "arch_source": self.arch_source, "block_size": self.block_size,
                 "dynamic_shared": self.dynamic_shared, "compiled": self.compiled,
-                "backend": self.backend, "ptx_version": self.ptx_version,
+                "backend": self.backend, "tool": self.tool, "ptx_version": self.ptx_version,
                 "ptx_target": self.ptx_target, "notes": list(self.notes),
                 "kernels": [k.to_dict(top) for k in self.kernels]}
 
@@ -373,7 +367,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
                    backend: str = "auto", options: Optional[CompileOptions] = None,
-                   dynamic_shared: int = 0) -> ModuleAnalysis:
+                   dynamic_shared: int = 0, isolate: bool = True) -> ModuleAnalysis:
     """Analyse the kernels of ``module`` for ``arch`` at ``block`` threads per block.
 
     ``arch`` None analyses for the module's ``.target`` (sm_80 when ptxforge does not know
@@ -383,7 +377,10 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
     (the original text; emitted from ``module`` when None) and reads registers, spills and
     stack; ``kernel`` selects one function (or a list) by name, default every ``.entry``.
     Raises :class:`~ptxforge.errors.PtxforgeError` for an unknown arch or kernel and
-    :class:`~ptxforge.errors.CompileError` with ptxas's log.
+    :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
+    in a worker child (:mod:`ptxforge.isolate`), so a crash of nvJitLink raises
+    :class:`~ptxforge.isolate.CompilerCrashError` instead of ending this process (the first
+    compile starts the worker: about 50-100 ms once per process).
 
     Example::
 
@@ -394,7 +391,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
     """
     with _gc_paused():
         return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
-                               dynamic_shared)
+                               dynamic_shared, isolate)
 
 
 def _constant_banks(compiled) -> dict:
@@ -410,7 +407,7 @@ def _constant_banks(compiled) -> dict:
 
 
 def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
-                    dynamic_shared):
+                    dynamic_shared, isolate=True):
     """The body of :func:`analyze_module` (run with the collector paused)."""
     tgt, arch_source, arch_note = resolve_arch(arch, module.target)
     if block is not None and (not isinstance(block, int) or isinstance(block, bool)
@@ -423,7 +420,7 @@ def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, op
     compiled, by_name, banks = None, {}, {}
     if compile:
         compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
-                               options=options)
+                               options=options, isolate=isolate)
         by_name = {s.name: s for s in compiled.kernels}
         banks = _constant_banks(compiled)
     out = []
@@ -468,11 +465,14 @@ def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, op
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
                                   occ_est, cliffs, k, note, block_source, dynamic_shared, local,
                                   cb0, params, stats_note, callers))
+    note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
+    notes = tuple(n for n in (arch_note, note) if n)
+    tool = (compiled.tool or None) if compiled is not None else None
     return ModuleAnalysis(file, tgt, DEFAULT_BLOCK if block is None else block,
                           compiled is not None,
                           compiled.backend if compiled is not None else None,
-                          module.version, module.target, tuple(out), arch_source,
-                          (arch_note,) if arch_note else (), dynamic_shared)
+                          module.version, module.target, tuple(out), arch_source, notes,
+                          dynamic_shared, tool)
 
 
 def _is_cubin(data) -> bool:

@@ -305,6 +305,15 @@ def _sass(args) -> int:
     return EXIT_OK
 
 
+def _message(exc: PtxforgeError) -> str:
+    """The error's text; a compiler crash (its stderr is noise) on one line with its hint."""
+    from .isolate import CompilerCrashError
+
+    if isinstance(exc, CompilerCrashError):
+        return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return str(exc)
+
+
 _COMMANDS = {"analyze": _analyze, "compare": _compare, "sweep": _sweep, "occupancy": _occupancy,
              "sass": _sass}
 
@@ -329,7 +338,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write(sub.format_usage() + f"{sub.prog}: error: {exc}\n")
         return EXIT_USAGE
     except PtxforgeError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        sys.stderr.write(f"{PROG}: error: {_message(exc)}\n")
         return EXIT_FAILURE
     except BrokenPipeError:  # output piped into head & co.: stop quietly
         try:

@@ -135,6 +135,29 @@ class Comparison:
                     "the kernel's call graph even where the instruction is inlined.")
         return ""
 
+    def _spill_note(self) -> str:
+        """Spill bytes, split into the kernel's own and its callees' where they differ."""
+        s = self.stats
+        text = (f"ptxas spilled: {s.spill_stores} bytes stored, {s.spill_loads} bytes loaded "
+                "per thread")
+        own = (s.body_spill_stores, s.body_spill_loads)
+        if None not in own and own != (s.spill_stores, s.spill_loads):
+            text += (f" in the kernel and the functions it calls ({own[0]}/{own[1]} in its own "
+                     f"body, {s.spill_stores - own[0]}/{s.spill_loads - own[1]} in its callees)")
+        return text + "; the estimate assumes no spilling."
+
+    def _local_note(self) -> str:
+        """Local arrays as a part of the kernel's own frame (the stack adds callees')."""
+        s = self.stats
+        own = s.stack_frame if s.body_stack_frame is None else s.body_stack_frame
+        bound = "" if s.stack_known else "at least "
+        if own == s.stack_frame:
+            return (f"{s.local_array_bytes} bytes of the {own}-byte stack frame are local "
+                    "arrays declared in the PTX, not spills.")
+        return (f"{s.local_array_bytes} bytes of the kernel's own {own}-byte frame are local "
+                f"arrays declared in the PTX, not spills; the stack it needs is {bound}"
+                f"{s.stack_frame} bytes with the frames of the functions it calls.")
+
     def general_notes(self) -> tuple:
         """The general reasons (:data:`EXPLANATIONS`) that apply to this kernel: the count's
         definition always; predicates when the kernel has any; constant folding; the cap
@@ -157,11 +180,13 @@ class Comparison:
         if s.register_cap is not None and s.registers >= s.register_cap:
             out.append(f"The register cap ({s.register_cap}) binds: ptxas used all of it.")
         if s.spills:
-            out.append(f"ptxas spilled: {s.spill_stores} bytes stored, {s.spill_loads} bytes "
-                       "loaded per thread; the estimate assumes no spilling.")
+            out.append(self._spill_note())
         if s.local_array_bytes:
-            out.append(f"{s.local_array_bytes} bytes of the {s.stack_frame}-byte stack frame are "
-                       "local arrays declared in the PTX, not spills.")
+            out.append(self._local_note())
+        if not s.stack_known:
+            out.append(f"The stack ({s.stack_frame} bytes) is a lower bound: the call graph "
+                       "recurses, so ptxas cannot determine it statically (each recursive "
+                       "function counted once); size the stack for the deepest recursion.")
         floor = self._floor_note()
         if floor:
             out.append(floor)
@@ -194,6 +219,8 @@ class Comparison:
                          "predicates": self.estimate.predicates, "source": self.estimate.source},
             "ptxas": {"registers": self.stats.registers, "spill_stores": self.stats.spill_stores,
                       "spill_loads": self.stats.spill_loads, "stack_frame": self.stats.stack_frame,
+                      "body_stack_frame": self.stats.body_stack_frame,
+                      "stack_known": self.stats.stack_known,
                       "local_array_bytes": self.stats.local_array_bytes,
                       "register_cap": self.stats.register_cap, "backend": self.stats.backend},
             "difference": self.difference,
@@ -224,8 +251,11 @@ class Comparison:
             + (f" (cap {s.register_cap})" if s.register_cap else "")
             + f"  -> {occ(op, True)}",
             f"  gap      : {self.difference:+d} registers ({ratio})",
-            f"  spills   : {s.spill_stores} B stored, {s.spill_loads} B loaded; stack frame "
-            f"{s.stack_frame} B ({s.local_array_bytes} B local arrays)",
+            f"  spills   : {s.spill_stores} B stored, {s.spill_loads} B loaded; stack "
+            f"{'' if s.stack_known else '>='}{s.stack_frame} B"
+            + (f" (own frame {s.body_stack_frame} B, {s.local_array_bytes} B local arrays)"
+               if s.body_stack_frame is not None and s.body_stack_frame != s.stack_frame
+               else f" ({s.local_array_bytes} B local arrays)"),
             "  notes:",
         ]
         lines += [f"    - {n}" for n in self.notes()]
