@@ -150,13 +150,20 @@ class Comparison:
         """Local arrays as a part of the kernel's own frame (the stack adds callees')."""
         s = self.stats
         own = s.stack_frame if s.body_stack_frame is None else s.body_stack_frame
-        bound = "" if s.stack_known else "at least "
-        if own == s.stack_frame:
+        if own < s.local_array_bytes:
+            text = (f"The PTX declares {s.local_array_bytes} bytes of local arrays, but the "
+                    f"kernel's own frame is {own} bytes: ptxas kept the rest out of it (in "
+                    "registers, or optimised away).")
+        elif own == s.stack_frame:
             return (f"{s.local_array_bytes} bytes of the {own}-byte stack frame are local "
                     "arrays declared in the PTX, not spills.")
-        return (f"{s.local_array_bytes} bytes of the kernel's own {own}-byte frame are local "
-                f"arrays declared in the PTX, not spills; the stack it needs is {bound}"
-                f"{s.stack_frame} bytes with the frames of the functions it calls.")
+        else:
+            text = (f"{s.local_array_bytes} bytes of the kernel's own {own}-byte frame are "
+                    "local arrays declared in the PTX, not spills.")
+        if own != s.stack_frame:
+            text += (f" The stack it needs is {'' if s.stack_known else 'at least '}"
+                     f"{s.stack_frame} bytes with the frames of the functions it calls.")
+        return text
 
     def general_notes(self) -> tuple:
         """The general reasons (:data:`EXPLANATIONS`) that apply to this kernel: the count's

@@ -161,3 +161,35 @@ def test_compare_on_a_target_without_occupancy_table():
     assert c.occupancy_ptxas is None and c.to_dict()["occupancy"] == {"estimate": None,
                                                                       "ptxas": None}
     assert "occupancy n/a" in c.to_text()
+
+
+_OWN_AND_CALLEE = r"""
+__device__ __noinline__ float helper(const float* p, int i) {
+    float w[16];
+    for (int k = 0; k < 16; ++k) w[k] = p[i + k];
+    return w[(i * 7) & 15] + w[i & 15];
+}
+extern "C" __global__ void own_and_callee(const float* p, float* out, int j) {
+    float a[8];
+    for (int k = 0; k < 8; ++k) a[k] = p[k * j];
+    out[threadIdx.x] = a[j & 7] + helper(p, threadIdx.x + j);
+}
+"""
+
+
+def test_local_array_note_tells_the_own_frame_from_the_call_graphs_stack():
+    # nvJitLink 13.5, sm_80: the kernel declares 32 bytes of .local, ptxas keeps its own frame
+    # at 0 bytes; helper's frame makes the stack the launch needs 72 bytes.
+    from compile_sources import nvrtc
+
+    s = compile_ptx(nvrtc(_OWN_AND_CALLEE, "own_and_callee", "sm_80"), "sm_80")["own_and_callee"]
+    assert (s.local_array_bytes, s.body_stack_frame, s.stack_known) == (32, 0, True)
+    assert s.stack_frame > 0 and s.callees == ("_Z6helperPKfi",)
+    c = compare(10, s)
+    (note,) = [n for n in c.notes() if "local arrays" in n]
+    assert note == ("The PTX declares 32 bytes of local arrays, but the kernel's own frame is "
+                    "0 bytes: ptxas kept the rest out of it (in registers, or optimised away). "
+                    f"The stack it needs is {s.stack_frame} bytes with the frames of the "
+                    "functions it calls.")
+    assert f"stack {s.stack_frame} B (own frame 0 B, 32 B local arrays)" in c.to_text()
+    assert "-byte stack frame are local arrays" not in "\n".join(c.notes())
