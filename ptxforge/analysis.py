@@ -380,7 +380,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
     :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
     in a worker child (:mod:`ptxforge.isolate`), so a crash of nvJitLink raises
     :class:`~ptxforge.isolate.CompilerCrashError` instead of ending this process (the first
-    compile starts the worker: about 50-100 ms once per process).
+    compile starts the worker: about 0.1 s once per process).
 
     Example::
 
