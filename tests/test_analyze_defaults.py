@@ -6,16 +6,15 @@ Triton-style file in tests/data, and the corpus."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from ptxforge.cli import main
 from ptxforge.occupancy import occupancy
 
 from corpus_util import compile_cu, corpus_ptx
+from cli_util import run, run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 TRITON = ROOT / "tests" / "data" / "styles" / "triton_style.ptx"
@@ -40,16 +39,6 @@ extern "C" __global__ void depot(const int* idx, float* out) {
 """
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys, *argv):
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 @pytest.fixture(scope="module")

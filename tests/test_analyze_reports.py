@@ -6,7 +6,6 @@ compiled with NVRTC here; ptxas through nvJitLink."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -14,12 +13,12 @@ import pytest
 from ptxforge import KernelBuilder
 from ptxforge._analysis_peak import display_name, full_name
 from ptxforge import types as T
-from ptxforge.cli import main
 from ptxforge.compile import compile_ptx
 from ptxforge.occupancy import occupancy, register_cliffs
 from ptxforge.ptxas_log import parse_ptxas_log
 
 from corpus_util import compile_cu, corpus_ptx
+from cli_util import run, run_json
 
 CALLS_CU = r"""
 __device__ __noinline__ double helper(const double* p, long i, long n) {
@@ -60,16 +59,6 @@ extern "C" __global__ void tiny(int* out) { out[threadIdx.x] = threadIdx.x & 1 ?
 """
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys, *argv):
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _huge_ptx(n: int = 300) -> str:

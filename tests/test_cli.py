@@ -22,6 +22,7 @@ from ptxforge.occupancy import occupancy
 from ptxforge.parse import parse
 
 from corpus_util import CORPUS_DIR, compile_cu, corpus_ptx
+from cli_util import run, run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,17 +64,6 @@ MALFORMED = """.version 8.0
 """
 
 
-def run(capsys, *argv):
-    """(exit status, stdout, stderr) of ``main(argv)``."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys, *argv):
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _variant_16(source: str) -> str:

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from ptxforge.analysis import analyze_ptx
-from ptxforge.cli import main
 from ptxforge.errors import PtxforgeError
 from ptxforge.variants import compare_variants
 
 from corpus_util import compile_cu
+from cli_util import run
 
 MONO_CU = r"""
 extern "C" __global__ void Gu(const double* q, double* out, int n) {
@@ -41,11 +41,6 @@ extern "C" __global__ void u_vertical(const double* q, double* out, int n) {
 }
 """
 
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

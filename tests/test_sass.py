@@ -22,7 +22,6 @@ import pytest
 
 from ptxforge import kernels
 from ptxforge._sass_parse import parse_life_ranges, parse_line_annotations
-from ptxforge.cli import main
 from ptxforge.compile import compile_ptx
 from ptxforge.emit import emit
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
@@ -31,6 +30,7 @@ from ptxforge.sass import (NVDISASM_ENV, find_nvdisasm, nvdisasm_version, parse_
 from ptxforge.sass_report import RESERVED, sass_report
 
 from corpus_util import corpus_ptx, corpus_sources
+from cli_util import run
 
 DATA = Path(__file__).parent / "data" / "sass"
 ROOT = Path(__file__).resolve().parent.parent
@@ -371,11 +371,6 @@ SASS_KEYS = {"registers", "registers_without_call_clobbers", "predicates", "unif
              "peak_instructions"}
 INSTR_KEYS = {"offset", "text", "counts", "source", "ptx_line", "ptx"}
 
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_json(tmp_path, capsys):
