@@ -205,7 +205,7 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
         DeltaRow("ptxas", "spill stores (bytes)", stat(sa, "spill_stores"),
                  stat(sb, "spill_stores")),
         DeltaRow("ptxas", "spill loads (bytes)", stat(sa, "spill_loads"), stat(sb, "spill_loads")),
-        DeltaRow("ptxas", "stack frame (bytes)", stat(sa, "stack_frame"), stat(sb, "stack_frame")),
+        DeltaRow("ptxas", "stack (bytes)", stat(sa, "stack_frame"), stat(sb, "stack_frame")),
         DeltaRow("occupancy", "blocks/SM" + ("" if compiled else " (estimate)"),
                  _occ(a, "active_blocks"), _occ(b, "active_blocks")),
         DeltaRow("occupancy", "occupancy" + ("" if compiled else " (estimate)"),

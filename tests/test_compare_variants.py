@@ -114,3 +114,32 @@ def test_library_pairs(files):
     assert res.only_a == ("init",) and res.only_b == ("u_horizontal",)
     with pytest.raises(PtxforgeError, match="no kernel names in common"):
         compare_variants(a, b)
+
+
+CALLS_CU = r"""
+__device__ __noinline__ double helper(const double* q, int n) {
+    double t[24];
+    for (int j = 0; j < 24; ++j) t[j] = q[(j * 7) % n];
+    double s = 0;
+    for (int j = 0; j < n % 24; ++j) s += t[(j * 5) % 24];
+    return s;
+}
+extern "C" __global__ void Gu(const double* q, double* out, int n) {
+    out[threadIdx.x] = helper(q, n);
+}
+"""
+
+
+def test_stack_row_is_the_call_graph_stack(files, tmp_path):
+    """The side-by-side "stack" row is the stack the kernel launches with, callees
+    included, not the kernel's own frame."""
+    mono, _ = files
+    calls = tmp_path / "calls.ptx"
+    calls.write_text(compile_cu(CALLS_CU, "calls", "sm_80"))
+    a = analyze_ptx(mono.read_text(), str(mono), kernel="Gu")
+    b = analyze_ptx(calls.read_text(), str(calls), kernel="Gu")
+    sb = b.kernel("Gu").stats
+    assert sb.stack_frame > sb.body_stack_frame      # the helper's array is in its frame
+    (pair,) = compare_variants(a, b).pairs
+    row = pair.row("stack (bytes)")
+    assert (row.a, row.b) == (a.kernel("Gu").stats.stack_frame, sb.stack_frame)
