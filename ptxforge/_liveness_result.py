@@ -1,8 +1,9 @@
 """The :class:`Liveness` result of one kernel and its queries.
 
 Per-instruction pressure per class (before/after/at, flat arrays and columns summed on demand
-from difference lists), peaks, and live sets, live-in/live-out and live-range lengths
-materialised on demand by backward walks over a block.  Built by
+from difference lists), peaks, live-range lengths, and live sets materialised on demand by
+backward walks over a block from its live-out set (block-level sets are bitsets over the
+complex index, see :mod:`ptxforge._liveness_solver`).  Built by
 :func:`ptxforge.liveness.analyze_liveness`; the definitions are in :mod:`ptxforge.liveness`.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import add, ge, gt, mul
 from typing import Iterable, Iterator, Optional, Union
 
@@ -18,8 +19,7 @@ import attrs
 
 from . import ir
 from ._liveness_operands import decode_operands
-from ._liveness_storage import (CLASS_NAMES, CLASS_POS, CLASS_UNITS, N_CLASSES, PRED_POS, bits_of,
-                                mask_of)
+from ._liveness_storage import CLASS_NAMES, CLASS_POS, CLASS_UNITS, N_CLASSES, PRED_POS, bits_of
 from .cfg import ControlFlowGraph
 from .types import ALL_TYPES, REG_CLASSES, RegClass
 
@@ -53,10 +53,12 @@ class Liveness:
     first_def: array = attrs.field(repr=False)  # instruction index, -1 when never defined
     def_count: array = attrs.field(repr=False)
     last_use: array = attrs.field(repr=False)  # instruction index, -1 when never used
-    live_in_bits: tuple[int, ...] = attrs.field(repr=False)  # backward-live, per block
-    live_out_bits: tuple[int, ...] = attrs.field(repr=False)
-    defined_in_bits: tuple[int, ...] = attrs.field(repr=False)  # maybe-defined, per block
-    defined_out_bits: tuple[int, ...] = attrs.field(repr=False)
+    # Live sets (registers backward-live and maybe-defined) on entry to / exit from each block,
+    # as int bitsets over the complex index: bit q is register ``complex_registers[q]``.  Only
+    # complex registers (see below) can be live at a block boundary.
+    live_in_sets: tuple[int, ...] = attrs.field(repr=False)
+    live_out_sets: tuple[int, ...] = attrs.field(repr=False)
+    complex_registers: array = attrs.field(repr=False)  # register index per complex index
     # Live counts per class and instruction are kept as class-major difference lists
     # ([class * (n + 1) + i]) and summed up on demand (columns, flat arrays: see the properties).
     _diff: list = attrs.field(repr=False, eq=False)  # after(i) - after(i - 1)
@@ -65,9 +67,7 @@ class Liveness:
     _operands: list = attrs.field(repr=False, eq=False)  # [defs, uses] per instruction, or
     # [None, None] until first needed (decoded from the instructions and ``index``)
     _guarded: bytes = attrs.field(repr=False)
-    _touched: list = attrs.field(repr=False, eq=False)  # per block: frozenset of registers it
-    # mentions, computed on first use (None until then)
-    _touched_len: array = attrs.field(repr=False)
+    _touched_len: array = attrs.field(repr=False)  # complex registers: live-range length
     _class_used: tuple = attrs.field(repr=False)  # per class position: any register of it
     # Registers with one unguarded definition and every read after it in the same block ("simple"
     # ones, ascending: their definitions ascend too) are live from the definition to the last
@@ -77,9 +77,9 @@ class Liveness:
     _simple: list = attrs.field(repr=False, factory=list)
     _type_codes: Optional[bytes] = attrs.field(repr=False, default=None)  # per register, into ALL_TYPES
     _memo: dict = attrs.field(repr=False, eq=False, factory=dict)  # columns and flat arrays
-    # {instruction: (defs, uses)} restricted to complex and never-defined registers, and its
-    # sorted keys (None: walk with the full per-instruction lists)
-    _sparse: Optional[tuple] = attrs.field(repr=False, eq=False, default=None)
+    # {instruction: (defs, uses)} restricted to complex registers, its sorted keys, and per
+    # block the range of those keys (block b: positions bounds[b] .. bounds[b + 1] - 1)
+    _sparse: tuple = attrs.field(repr=False, eq=False, default=({}, [], [0]))
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -248,13 +248,48 @@ class Liveness:
         return out
 
     # ----- live sets on demand ----------------------------------------------------------
+    def _regs(self, x: int) -> list[int]:
+        """Register indices (ascending) of a complex-index bitset."""
+        cr = self.complex_registers
+        return [cr[q] for q in bits_of(x)]
+
     def live_in(self, block: int) -> tuple[int, ...]:
         """Registers live on entry to ``block`` (indices, ascending)."""
-        return tuple(bits_of(self.live_in_bits[block] & self.defined_in_bits[block]))
+        return tuple(self._regs(self.live_in_sets[block]))
 
     def live_out(self, block: int) -> tuple[int, ...]:
         """Registers live on exit from ``block`` (indices, ascending)."""
-        return tuple(bits_of(self.live_out_bits[block] & self.defined_out_bits[block]))
+        return tuple(self._regs(self.live_out_sets[block]))
+
+    @property
+    def live_in_bits(self) -> tuple[int, ...]:
+        """Per block: registers backward-live on entry (bitset over register indices, whether or
+        not a definition can have reached them; computed on first use, see :meth:`live_in`)."""
+        return self._block_bits()[0]
+
+    @property
+    def live_out_bits(self) -> tuple[int, ...]:
+        """Per block: registers backward-live on exit (bitset over register indices)."""
+        return self._block_bits()[1]
+
+    @property
+    def defined_in_bits(self) -> tuple[int, ...]:
+        """Per block: registers maybe-defined on entry (bitset over register indices)."""
+        return self._block_bits()[2]
+
+    @property
+    def defined_out_bits(self) -> tuple[int, ...]:
+        """Per block: registers maybe-defined on exit (bitset over register indices)."""
+        return self._block_bits()[3]
+
+    def _block_bits(self) -> tuple:
+        got = self._memo.get("block_bits")
+        if got is None:
+            from ._liveness_blocks import block_bitsets
+
+            got = self._memo["block_bits"] = block_bitsets(self.cfg, self.instruction_defs,
+                                                           self.instruction_uses, self._guarded)
+        return got
 
     def live_at(self, i: int, where: str = "at") -> tuple[int, ...]:
         """Registers live at instruction ``i`` (``at``/``before``/``after``), ascending."""
@@ -274,7 +309,7 @@ class Liveness:
             if walk is None or walk[b]:
                 out.update(self._walk_sets(b, points, where))
                 continue
-            through = bits_of(self.live_out_bits[b] & self.defined_in_bits[b])
+            through = self._regs(self.live_out_sets[b])  # nothing complex changes in the block
             for i in reversed(points):  # the walk's order: last point first
                 simple = self._simple_live(i, where)
                 out[i] = tuple(sorted(simple + through)) if through else tuple(simple)
@@ -297,48 +332,23 @@ class Liveness:
         return out
 
     def _walk_sets(self, b: int, points: list[int], where: str) -> dict[int, tuple[int, ...]]:
-        """Live sets at ``points`` (ascending, in block ``b``) by a backward walk of the block."""
-        if self._sparse is not None:
-            return self._sparse_sets(b, points, where)
-        out: dict[int, tuple[int, ...]] = {}
-        defs, uses, guarded = self._defs, self._uses, self._guarded
-        blk = self.cfg.blocks[b]
-        s, e = blk.start, blk.end
-        targets = set(points)
-        back = set(bits_of(self.live_out_bits[b]))
-        found: dict[int, set] = {}
-        for j in range(e - 1, points[0] - 1, -1):
-            if j in targets and where != "before":
-                found[j] = back.union(defs[j]) if where == "at" else set(back)
-            if not guarded[j]:
-                back.difference_update(defs[j])
-            back.update(uses[j])
-            if j in targets and where == "before":
-                found[j] = set(back)
-        # Keep only what some definition may have reached (defs of the block up to the point).
-        cand = set().union(*found.values())
-        md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
-        first: dict[int, int] = {}
-        for j in range(s, points[-1] + 1):
-            for r in defs[j]:
-                first.setdefault(r, j)
-        for j, regs in found.items():
-            limit = j if where == "before" else j + 1
-            out[j] = tuple(sorted(r for r in regs if r in md_in or first.get(r, e) < limit))
-        return out
+        """Live sets at ``points`` (ascending, in block ``b``) by a backward walk over the
+        instructions of the block that mention complex registers; simple registers come from
+        :meth:`_simple_live`.
 
-    def _sparse_sets(self, b: int, points: list[int], where: str) -> dict[int, tuple[int, ...]]:
-        """:meth:`_walk_sets` walking only the instructions that mention complex (or never
-        defined) registers; simple registers come from :meth:`_simple_live`."""
-        touching, tpos = self._sparse
+        A complex register backward-live at a point with no definition of it in the block
+        before the point is backward-live on entry too, so it was maybe-defined there exactly
+        when it is in :meth:`live_in`; the walk starts from :meth:`live_out` (a register
+        backward-live on exit that no definition reaches is never live in the block).
+        """
+        touching, tpos, bounds = self._sparse
         guarded = self._guarded
-        blk = self.cfg.blocks[b]
-        s, e = blk.start, blk.end
+        e = self.cfg.blocks[b].end
         targets = set(points)
         empty = ((), ())
-        back = set(bits_of(self.live_out_bits[b]))
+        back = set(self._regs(self.live_out_sets[b]))
         found: dict[int, set] = {}
-        steps = set(tpos[bisect_left(tpos, points[0]):bisect_left(tpos, e)])
+        steps = set(tpos[bisect_left(tpos, points[0], bounds[b], bounds[b + 1]):bounds[b + 1]])
         steps.update(points)
         for j in sorted(steps, reverse=True):
             dd, uu = touching.get(j, empty)
@@ -349,10 +359,9 @@ class Liveness:
             back.update(uu)
             if j in targets and where == "before":
                 found[j] = set(back)
-        cand = set().union(*found.values())
-        md_in = set(bits_of(self.defined_in_bits[b] & mask_of(cand, len(self.registers))))
+        md_in = set(self._regs(self.live_in_sets[b]))
         first: dict[int, int] = {}
-        for j in tpos[bisect_left(tpos, s):bisect_right(tpos, points[-1])]:
+        for j in tpos[bounds[b]:bisect_right(tpos, points[-1], bounds[b], bounds[b + 1])]:
             for r in touching[j][0]:
                 first.setdefault(r, j)
         out: dict[int, tuple[int, ...]] = {}
@@ -372,17 +381,13 @@ class Liveness:
         blk = self.cfg.blocks[b]
         s, e = blk.start, blk.end
         defs, uses, guarded = self._defs, self._uses, self._guarded
-        lo_bits = self.live_out_bits[b]
-        touched = self._touched_set(b)
-        nb = len(self.registers)
-        tmask = mask_of(touched, nb)
         first: dict[int, int] = {}
         for j in range(s, e):
             for r in defs[j]:
                 first.setdefault(r, j)
-        md_in = set(bits_of(self.defined_in_bits[b] & tmask))
-        back = set(bits_of(lo_bits & tmask))
-        live = set(bits_of(lo_bits & self.defined_out_bits[b]))
+        md_in = set(self._regs(self.live_in_sets[b]))  # (see _walk_sets)
+        live = set(self._regs(self.live_out_sets[b]))
+        back = set(live)
         for j in range(e - 1, max(s, lo) - 1, -1):
             if j <= hi:
                 yield j, live, defs[j]
@@ -397,48 +402,35 @@ class Liveness:
         if lo <= s <= hi:
             yield -1, live, ()
 
-    def _touched_set(self, b: int) -> frozenset:
-        """Registers block ``b`` mentions (defs or uses), cached."""
-        t = self._touched[b]
-        if t is None:
-            blk = self.cfg.blocks[b]
-            s, e = blk.start, blk.end
-            t = self._touched[b] = frozenset(chain(chain.from_iterable(self._defs[s:e]),
-                                                   chain.from_iterable(self._uses[s:e])))
-        return t
-
-    def _touched_cand(self, b: int) -> frozenset:
-        """Complex and never-defined registers that block ``b`` mentions (all of them when the
-        sparse view is missing); only values live at a block boundary are ever asked about."""
-        if self._sparse is None:
-            return self._touched_set(b)
-        touching, tpos = self._sparse
-        blk = self.cfg.blocks[b]
-        at = tpos[bisect_left(tpos, blk.start):bisect_left(tpos, blk.end)]
-        return frozenset(chain.from_iterable(chain.from_iterable(map(touching.__getitem__, at))))
+    def defined_in_blocks(self, blocks: Iterable[int], regs: Iterable[int]) -> set[int]:
+        """Those of ``regs`` that some instruction of ``blocks`` writes (guarded or not)."""
+        bset = set(blocks)
+        block_of, fd, cx = self.cfg.block_of_instruction, self.first_def, self._complex
+        out = set()
+        cand = []
+        for r in set(regs):
+            if cx[r]:
+                cand.append(r)
+            elif fd[r] >= 0 and block_of[fd[r]] in bset:  # simple: written once, at first_def
+                out.add(r)
+        if cand:
+            want = set(cand)
+            touching, tpos, bounds = self._sparse
+            for b in bset:
+                for j in tpos[bounds[b]:bounds[b + 1]]:
+                    out.update(want.intersection(touching[j][0]))
+        return out
 
     def live_lengths(self, regs: Iterable[int]) -> dict[int, int]:
         """Live-range length of each register: the number of instructions ``i`` with the
         register in ``at(i)``."""
-        want = sorted(set(regs))
         out = {}
         fd, lu, cx, tl = self.first_def, self.last_use, self._complex, self._touched_len
-        for r in want:
+        for r in sorted(set(regs)):
             if cx[r] or fd[r] < 0:
                 out[r] = tl[r]
             else:  # simple: from the definition to the last read (or just the definition)
                 out[r] = lu[r] - fd[r] if lu[r] >= 0 else 1
-        if not want:
-            return out
-        rmask = mask_of(want, len(self.registers))
-        for blk in self.cfg.blocks:
-            x = self.live_out_bits[blk.index] & self.defined_out_bits[blk.index] & rmask
-            if x:
-                touched = self._touched_cand(blk.index)
-                n = blk.end - blk.start
-                for r in bits_of(x):
-                    if r not in touched:
-                        out[r] += n
         return out
 
 

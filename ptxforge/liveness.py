@@ -20,17 +20,25 @@ Definitions (used everywhere in ptxforge, and in ``docs/liveness.md``):
   ``f32``, ``f64``) as a number of values, and in hardware units: general registers are 32-bit
   units (8/16/32-bit values 1, 64-bit 2, ``.b128`` 4); predicates are a separate file.
 
-Storage: block-level sets are Python ints used as bitsets over a register index (registers
-numbered by first appearance); the per-instruction result is only the number of live values
-per class before, after and at each instruction (flat ``array('i')``).  Live sets at a given
-instruction are materialised on demand (:meth:`Liveness.live_at`).
+Storage: a register with one unguarded definition and every read after it in the same block
+("simple", most of them) is live from its definition to its last read and is never live at a
+block boundary.  Only the others ("complex") enter the block-level work: the fixpoints run on
+Python ints used as bitsets over a *complex index* (complex registers numbered in register
+order): a block costs a few bitset operations, each over as many machine words as the complex
+registers need, and no Python-level step for a register that merely passes through it.  The
+per-instruction result is only the number of live values per class before, after and at each
+instruction (flat ``array('i')``).  Live sets at a given instruction are materialised on demand
+(:meth:`Liveness.live_at`); the per-block bitsets over all registers
+(:attr:`Liveness.live_in_bits` and its siblings) are computed on first use.
 
 This module is the public face; the work is split by concept (data flows down the list):
 
 * ``_liveness_storage``: int bitsets (:func:`mask_of`, :func:`bits_of`) and the class order;
 * ``_liveness_operands``: instructions to register indices and per-register facts;
 * ``_liveness_result``: the :class:`Liveness` result and its queries;
-* ``_liveness_solver``: :func:`analyze_liveness` (block summaries, fixpoints, sweep).
+* ``_liveness_solver``: :func:`analyze_liveness` (block summaries, fixpoints, sweep);
+* ``_liveness_blocks``: the block-level dataflow over every register, straight from the
+  definitions (the ``*_bits`` attributes, and the reference for the solver).
 
 Example::
 

@@ -60,6 +60,7 @@ from typing import Optional
 import attrs
 
 from . import ir
+from ._liveness_solver import gc_paused
 from .errors import PtxforgeError
 from .emit import format_instruction
 from .liveness import CLASS_NAMES, Liveness, analyze_liveness
@@ -400,7 +401,14 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
     """
     if not isinstance(kernel, ir.Kernel) or kernel.body is None:
         raise PtxforgeError(_not_a_kernel(kernel))
-    lv = liveness if liveness is not None else analyze_liveness(kernel)
+    with gc_paused():
+        return _analyze(kernel, analyze_liveness(kernel) if liveness is None else liveness,
+                        loop_values, graph, max_edges)
+
+
+def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
+             max_edges: Optional[int]) -> PressureReport:
+    """:func:`analyze_pressure` once the liveness is known."""
     cfg = lv.cfg
     n = lv.n_instructions
     bld = _Builder(lv)
@@ -464,12 +472,9 @@ def analyze_pressure(kernel: ir.Kernel, *, liveness: Optional[Liveness] = None, 
     for lp, best, where in loop_info:
         header = cfg.blocks[lp.header]
         live_in = gen_before[header.start]
-        defined = set()
-        for bidx in lp.blocks:
-            blk = cfg.blocks[bidx]
-            for j in range(blk.start, blk.end):
-                defined.update(lv.instruction_defs[j])
-        carried = sum(lv.class_of(r).units for r in lv.live_in(lp.header)
+        entering = lv.live_in(lp.header)
+        defined = lv.defined_in_blocks(lp.blocks, entering)
+        carried = sum(lv.class_of(r).units for r in entering
                       if r in defined and lv.reg_class[r] != pred_pos)
         vals = bld.values(general[where], lengths) if where is not None else ()
         loops.append(LoopPressure(lp.header, header.name, lp.blocks, lp.depth, lp.parent, live_in, carried,
