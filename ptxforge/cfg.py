@@ -235,34 +235,82 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
 
 def _reverse_postorder(blocks: tuple[BasicBlock, ...]) -> list[int]:
     """Iterative DFS from block 0; unreachable blocks follow in index order."""
+    order = _reachable_rpo(blocks)
+    if len(order) < len(blocks):
+        seen = set(order)
+        order.extend(b.index for b in blocks if b.index not in seen)
+    return order
+
+
+def _reachable_rpo(blocks: tuple[BasicBlock, ...]) -> list[int]:
+    """The blocks reachable from block 0, in reverse postorder of an iterative DFS."""
     if not blocks:
         return []
-    seen = {0}
+    succ = [b.successors for b in blocks]
+    seen = bytearray(len(blocks))
+    seen[0] = 1
+    nxt = [0] * len(blocks)  # per block on the stack: the next successor to look at
     post: list[int] = []
-    stack = [(0, iter(blocks[0].successors))]
+    stack = [0]
     while stack:
-        node, it = stack[-1]
-        for s in it:
-            if s not in seen:
-                seen.add(s)
-                stack.append((s, iter(blocks[s].successors)))
-                break
+        node = stack[-1]
+        ss = succ[node]
+        k = nxt[node]
+        while k < len(ss) and seen[ss[k]]:
+            k += 1
+        if k < len(ss):
+            nxt[node] = k + 1
+            seen[ss[k]] = 1
+            stack.append(ss[k])
         else:
             stack.pop()
             post.append(node)
-    order = post[::-1]
-    order.extend(b.index for b in blocks if b.index not in seen)
-    return order
+    post.reverse()
+    return post
+
+
+def _immediate_dominators(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> dict[int, int]:
+    """``{block: immediate dominator}`` over the reachable blocks (the entry maps to itself):
+    the iterative algorithm of Cooper, Harvey and Kennedy over reverse-postorder numbers."""
+    num = [-1] * len(blocks)
+    for k, b in enumerate(rpo):
+        num[b] = k
+    idom = [-1] * len(blocks)
+    idom[0] = 0
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            new = -1
+            for p in blocks[b].predecessors:
+                if idom[p] < 0:
+                    continue  # unreachable, or not reached yet in this pass
+                if new < 0:
+                    new = p
+                    continue
+                a = p
+                while a != new:
+                    while num[a] > num[new]:
+                        a = idom[a]
+                    while num[new] > num[a]:
+                        new = idom[new]
+            if idom[b] != new:
+                idom[b] = new
+                changed = True
+    return {b: idom[b] for b in rpo}
 
 
 def _natural_loops(blocks: tuple[BasicBlock, ...]) -> tuple[Loop, ...]:
     """Natural loops from back edges (target dominates source), merged per header, nested."""
     if not blocks:
         return ()
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(blocks)))
-    g.add_edges_from((b.index, s) for b in blocks for s in b.successors)
-    idom = nx.immediate_dominators(g, 0)
+    rpo = _reachable_rpo(blocks)
+    num = [-1] * len(blocks)
+    for k, b in enumerate(rpo):
+        num[b] = k
+    if not any(num[s] <= num[b] for b in rpo for s in blocks[b].successors):
+        return ()  # no edge goes back in reverse postorder: no cycle, so no back edge
+    idom = _immediate_dominators(blocks, rpo)
     # Dominator-tree intervals for O(1) dominance tests.
     children: dict[int, list[int]] = {}
     for node, parent in idom.items():

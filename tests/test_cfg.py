@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
 from liveness_kit import SAMPLES, kernel
 from ptxforge import ir, types
 from ptxforge.cfg import build_cfg
@@ -151,3 +155,64 @@ def test_networkx_view_matches_successors():
     cfg = build_cfg(kernel(SAMPLES["diamond"]))
     g = cfg.to_networkx()
     assert sorted(g.edges()) == [(0, 1), (0, 2), (1, 3), (2, 3)]
+
+
+# ---------------------------------------------------------------------------------------
+# Property: natural loops (own dominator computation, and none at all when no edge goes back
+# in reverse postorder) agree with networkx's dominators and the textbook loop bodies.
+
+@st.composite
+def random_cfg_kernels(draw):
+    """Blocks B0..Bn-1, each one instruction and a terminator: fall through, ``bra.uni``,
+    ``@%p1 bra`` (target and fall through), ``ret`` or ``@%p1 ret``; targets anywhere."""
+    nb = draw(st.integers(1, 14))
+    lines = []
+    for b in range(nb):
+        lines += [f"B{b}:", "add.u32 %r1, %r1, 1;"]
+        kind = draw(st.sampled_from(["fall", "bra", "cbra", "ret", "cret"]))
+        target = draw(st.integers(0, nb - 1))
+        lines.append({"fall": "", "bra": f"bra.uni B{target};", "cbra": f"@%p1 bra B{target};",
+                      "ret": "ret;", "cret": "@%p1 ret;"}[kind])
+    return kernel("\n".join(x for x in lines if x))
+
+
+def reference_loops(cfg) -> list:
+    """(header, blocks, back edges) per natural loop, from networkx's dominators and ancestors."""
+    if not cfg.blocks:
+        return []
+    g = cfg.to_networkx()
+    idom = dict(nx.immediate_dominators(g, 0))
+    idom[0] = 0  # (networkx 3.5 leaves the start node out)
+
+    def dominates(a: int, b: int) -> bool:
+        while True:
+            if a == b:
+                return True
+            if idom[b] == b:
+                return False
+            b = idom[b]
+
+    back: dict[int, list[int]] = {}
+    for u, h in sorted(g.edges):
+        if u in idom and dominates(h, u):
+            back.setdefault(h, []).append(u)
+    out = []
+    without_h = {h: g.subgraph([x for x in g if x != h]) for h in back}
+    for h in sorted(back):
+        body = {h}
+        for u in back[h]:
+            if u != h:
+                body |= {u} | (nx.ancestors(without_h[h], u) & set(idom))
+        out.append((h, tuple(sorted(body)), tuple((u, h) for u in sorted(back[h]))))
+    return out
+
+
+@settings(max_examples=300)
+@given(random_cfg_kernels())
+def test_natural_loops_match_networkx_dominators(k):
+    cfg = build_cfg(k)
+    assert [(lp.header, lp.blocks, lp.back_edges) for lp in cfg.loops] == reference_loops(cfg)
+    order = cfg.reverse_postorder()
+    assert sorted(order) == list(range(len(cfg.blocks))) and order[:1] == [0]
+    reachable = set(nx.descendants(cfg.to_networkx(), 0)) | {0}
+    assert set(order[:len(reachable)]) == reachable
