@@ -1,7 +1,7 @@
 """Benchmark: register-pressure analysis time versus ptxas compile time, and peak memory.
 
 Builds two large kernels with the KernelBuilder DSL (or directly in IR when the builder is not
-importable), then for each:
+importable) and compiles a branchy CUDA C++ kernel at two sizes with NVRTC, then for each:
 
 * times the full analysis (CFG, liveness, peak, report; no interference graph) with
   ``time.perf_counter`` (best of ``--repeat``),
@@ -15,11 +15,22 @@ Kernels:
 * ``tile64x64``: a fully unrolled 64×64 register tile, 4096 f32 accumulators updated by
   in-place ``fma`` over a short K loop (64 + 64 loads and 4096 fma per iteration);
 * ``straight20k``: a 20,000-instruction straight-line kernel (loads, then a long chain of
-  fma/add over a sliding window of live values, then stores).
+  fma/add over a sliding window of live values, then stores);
+* ``branchy<NK>``: :data:`BRANCHY_CU` compiled by NVRTC (``-lineinfo``, disk-cached through
+  ``tests/corpus_util.py``) and parsed: ``NK`` unrolled steps inside a runtime loop, each
+  with a data-dependent three-way branch over 64 accumulators (about 22 instructions and 4
+  blocks per step; the compiler's merges give registers defined in several blocks), at
+  ``--branchy-nk`` steps and at twice that.  The parse is timed apart (it is not part of the
+  ratio, as for the other shapes; the ratio with it is printed too).  The two sizes give the
+  scaling line: analysis time at 2N over time at N (2 means linear; runs of the two sizes
+  interleaved, best of at least 5 each), beside the same ratio for one linear pass over the
+  IR (the instruction mix), which shows how far cache and memory effects alone push linear
+  code above 2 on the machine at hand.
 
 Usage::
 
     python bench/bench_analysis.py [--repeat 3] [--arch sm_80] [--no-ptxas] [--graph]
+                                   [--shapes tile,straight,branchy] [--branchy-nk 1000]
 
 Goal: ratio <= 0.1 and peak memory < 1 GB.
 """
@@ -38,11 +49,46 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from ptxforge import emit, ir, types  # noqa: E402
 from ptxforge.liveness import analyze_liveness  # noqa: E402
+from ptxforge.mix import instruction_mix  # noqa: E402
 from ptxforge.pressure import analyze_pressure  # noqa: E402
 
 TILE = 64
 K_STEPS = 4
 CHAIN = 20_000
+
+#: The branchy shape: NK (a macro) unrolled steps, each a data-dependent three-way branch.
+BRANCHY_CU = r"""// NK unrolled steps with a data-dependent three-way branch each, inside a runtime loop
+extern "C" __global__ void branchy(const float* __restrict__ q, const int* __restrict__ flags,
+                                   float* __restrict__ out, int n, int stride, int reps)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc[64];
+#pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = q[i + j * stride];
+#pragma unroll 1
+    for (int it = 0; it < reps; ++it) {
+        const float* qb = q + i + it * stride;
+        const int* fb = flags + it;
+#pragma unroll
+        for (int k = 0; k < NK; ++k) {
+            int f = fb[k];
+            if (f & 1) {
+                acc[k & 63] = fmaf(acc[(k * 7) & 63], qb[(k & 255) * 32], acc[k & 63]);
+                if (f & 2) out[i + k] = acc[(k * 3) & 63];
+            } else if (f & 4) {
+                acc[(k + 5) & 63] *= 1.0001f;
+            } else {
+                acc[(k + 11) & 63] = fmaxf(acc[(k + 11) & 63], acc[(k * 5 + 13) & 63]);
+            }
+        }
+    }
+    float r = 0;
+#pragma unroll
+    for (int j = 0; j < 64; ++j) r += acc[j] * (j + 1);
+    out[i] = r;
+}
+"""
 
 
 # ----- kernels with the builder ---------------------------------------------------------
@@ -182,6 +228,16 @@ def straight_ir():
     return m.module()
 
 
+# ----- the branchy kernel from CUDA C++ ---------------------------------------------------------
+
+def branchy_ptx(nk: int, arch: str) -> str:
+    """PTX of :data:`BRANCHY_CU` with ``NK = nk`` (NVRTC, -lineinfo; cached on disk)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from corpus_util import compile_cu
+
+    return compile_cu(f"#define NK {nk}\n" + BRANCHY_CU, "branchy", arch, True)
+
+
 # ----- measuring -------------------------------------------------------------------------------
 
 def ptxas_seconds(ptx: str, arch: str) -> tuple[float, str]:
@@ -209,12 +265,60 @@ def ptxas_seconds(ptx: str, arch: str) -> tuple[float, str]:
     return time.perf_counter() - t0, "nvJitLink directly"
 
 
+def _seconds(fn, *args) -> float:
+    """Wall time of one call, after a collection."""
+    gc.collect()
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
 def analysis(kernel: ir.Kernel):
     """The measured work: CFG, liveness, peak and the full report (no interference graph)."""
     report = analyze_pressure(kernel)
     report.to_dict()
     report.to_text()
     return report
+
+
+def _cases(args) -> list:
+    """(name, make) per shape; ``make()`` gives (module, PTX text, how it was built, parse seconds)."""
+    def builder_case(with_builder, with_ir):
+        def make():
+            if args.ir:
+                module, how = with_ir(), "ir"
+            else:
+                try:
+                    module, how = with_builder(), "builder"
+                except ImportError:
+                    module, how = with_ir(), "ir (builder not importable)"
+            return module, emit(module), how, None
+        return make
+
+    def branchy_case(nk):
+        def make():
+            from ptxforge.parse import parse
+
+            t0 = time.perf_counter()
+            ptx = branchy_ptx(nk, args.arch)
+            nvrtc_s = time.perf_counter() - t0
+            gc.collect()
+            t0 = time.perf_counter()
+            module = parse(ptx)
+            parse_s = time.perf_counter() - t0
+            return module, ptx, f"NVRTC (or its cache) in {nvrtc_s:.1f} s, then parse", parse_s
+        return make
+
+    cases = []
+    shapes = {x.strip() for x in args.shapes.split(",") if x.strip()}
+    if "tile" in shapes:
+        cases.append(("tile64x64", builder_case(tile_with_builder, tile_ir)))
+    if "straight" in shapes:
+        cases.append(("straight20k", builder_case(straight_with_builder, straight_ir)))
+    if "branchy" in shapes:
+        for nk in (args.branchy_nk, 2 * args.branchy_nk):
+            cases.append((f"branchy{nk}", branchy_case(nk)))
+    return cases
 
 
 def main(argv=None) -> int:
@@ -224,23 +328,23 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ptxas", action="store_true")
     ap.add_argument("--graph", action="store_true", help="also time the budgeted interference graph")
     ap.add_argument("--ir", action="store_true", help="build the kernels in IR, not with the builder")
+    ap.add_argument("--shapes", default="tile,straight,branchy",
+                    help="comma-separated: tile, straight, branchy (default: all)")
+    ap.add_argument("--branchy-nk", type=int, default=1000,
+                    help="unrolled steps of the smaller branchy kernel (the other has twice as many)")
     args = ap.parse_args(argv)
 
-    builders = [("tile64x64", tile_with_builder, tile_ir), ("straight20k", straight_with_builder, straight_ir)]
     worst = 0.0
-    for name, with_builder, with_ir in builders:
-        how = "builder"
+    measured: dict[str, tuple] = {}  # name -> (kernel kept for the scaling line, ptxas seconds)
+    for name, make in _cases(args):
         t0 = time.perf_counter()
-        if args.ir:
-            module, how = with_ir(), "ir"
-        else:
-            try:
-                module = with_builder()
-            except ImportError:
-                module, how = with_ir(), "ir (builder not importable)"
+        try:
+            module, ptx, how, parse_s = make()
+        except Exception as exc:  # NVRTC missing or failing: report, do not hide
+            print(f"== {name}: not built ({type(exc).__name__}: {str(exc)[:200]})")
+            continue
         build_s = time.perf_counter() - t0
         kernel = module.kernels[0]
-        ptx = emit(module)
         times = []
         for _ in range(args.repeat):
             gc.collect()
@@ -248,9 +352,7 @@ def main(argv=None) -> int:
             report = analysis(kernel)
             times.append(time.perf_counter() - t0)
         best = min(times)
-        t0 = time.perf_counter()
-        analyze_liveness(kernel)
-        live_s = time.perf_counter() - t0
+        live_s = min(_seconds(analyze_liveness, kernel) for _ in range(args.repeat))
         gc.collect()
         tracemalloc.start()
         analysis(kernel)
@@ -261,8 +363,11 @@ def main(argv=None) -> int:
               f"virtual registers {sum(n for _, n in report.registers_by_type):,}, PTX {len(ptx):,} bytes")
         print(f"   peak {report.peak.units:,} units at instruction {report.peak.index} "
               f"({len(report.peak.values):,} values live)")
-        print(f"   analysis: best {best:.3f} s of {args.repeat} (liveness alone {live_s:.3f} s); "
+        print(f"   analysis: best {best:.3f} s of {args.repeat} (runs: "
+              + ", ".join(f"{x:.3f}" for x in times) + f"; liveness alone: best {live_s:.3f} s); "
               f"tracemalloc peak {heap_peak / 2**20:.1f} MiB")
+        if parse_s is not None:
+            print(f"   parse: {parse_s:.3f} s")
         if args.graph:
             from ptxforge.interference import build_interference
 
@@ -272,6 +377,7 @@ def main(argv=None) -> int:
             print(f"   interference graph (budget): {time.perf_counter() - t0:.2f} s")
             print("   " + ig.describe().replace("\n", "\n   "))
             del ig, lv
+        ptxas_s = None
         if not args.no_ptxas:
             try:
                 ptxas_s, path = ptxas_seconds(ptx, args.arch)
@@ -283,10 +389,39 @@ def main(argv=None) -> int:
                 print(f"   ptxas ({args.arch}, {path}): {ptxas_s:.3f} s")
                 print(f"   ratio analysis/ptxas = {ratio:.3f}"
                       f"  [{'ok' if ratio <= 0.1 else 'over the 0.1 goal'}]")
+                if parse_s is not None:
+                    print(f"   ratio (parse + analysis)/ptxas = {(parse_s + best) / ptxas_s:.3f}")
+        measured[name] = (kernel if name.startswith("branchy") else None, ptxas_s)
+        del module, kernel, report
+    small, large = f"branchy{args.branchy_nk}", f"branchy{2 * args.branchy_nk}"
+    if small in measured and large in measured:
+        scaling(measured[small], measured[large], small, large, max(args.repeat, 5))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"== process ru_maxrss {rss:.0f} MiB (includes kernel construction and ptxas in-process); "
           f"worst ratio {worst:.3f}")
     return 0
+
+
+def scaling(one: tuple, two: tuple, small: str, large: str, rounds: int) -> None:
+    """Time at 2N over time at N: the two kernels' runs interleaved (the load of a shared machine
+    changes by the second), best of ``rounds`` each; beside it the same for one linear pass."""
+    (k1, p1), (k2, p2) = one, two
+    best: dict[tuple, float] = {}
+    for _ in range(rounds):
+        for what, fn in (("analysis", analysis), ("liveness", analyze_liveness), ("mix", instruction_mix)):
+            for size, k in ((1, k1), (2, k2)):
+                t = _seconds(fn, k)
+                best[what, size] = min(best.get((what, size), t), t)
+    n1, n2 = len(k1.instructions), len(k2.instructions)
+    x = {w: best[w, 2] / best[w, 1] for w in ("analysis", "liveness", "mix")}
+    line = (f"== scaling {small} -> {large} (interleaved, best of {rounds}): instructions x{n2 / n1:.2f}, "
+            f"analysis x{x['analysis']:.2f} ({best['analysis', 1]:.3f} -> {best['analysis', 2]:.3f} s), "
+            f"liveness x{x['liveness']:.2f}")
+    if p1 and p2:
+        line += f", ptxas x{p2 / p1:.2f} (one run each)"
+    print(line + "  (x2 per doubling is linear)")
+    print(f"   linear reference: one pass over the same IR (instruction_mix) x{x['mix']:.2f}: what "
+          f"cache and memory effects alone do to linear code here")
 
 
 if __name__ == "__main__":
