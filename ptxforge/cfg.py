@@ -96,6 +96,7 @@ class ControlFlowGraph:
     loops: tuple[Loop, ...]
     block_of_instruction: tuple[int, ...] = attrs.field(repr=False)
     label_block: dict = attrs.field(repr=False, eq=False)
+    _rpo: Optional[tuple] = attrs.field(repr=False, eq=False, default=None)  # reverse_postorder()
 
     def block_of(self, index: int) -> BasicBlock:
         """The block containing instruction ``index``."""
@@ -110,7 +111,7 @@ class ControlFlowGraph:
 
     def reverse_postorder(self) -> list[int]:
         """Blocks reachable from the entry in reverse postorder, then unreachable ones."""
-        return _reverse_postorder(self.blocks)
+        return list(self._rpo) if self._rpo is not None else _reverse_postorder(self.blocks)
 
 
 def _target_name(operand) -> Optional[str]:
@@ -223,19 +224,26 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
         BasicBlock(bi, s, e, tuple(labels_of.get(bi, ())), tuple(succs[bi]), tuple(sorted(preds[bi])))
         for bi, (s, e) in enumerate(ranges)
     )
+    rpo = _reachable_rpo(blocks)
     return ControlFlowGraph(
         kernel_name=kernel.name,
         instructions=tuple(instructions),
         blocks=blocks,
-        loops=_natural_loops(blocks),
+        loops=_natural_loops(blocks, rpo),
         block_of_instruction=tuple(block_of),
         label_block=label_block,
+        rpo=tuple(_with_unreachable(rpo, blocks)),
     )
 
 
 def _reverse_postorder(blocks: tuple[BasicBlock, ...]) -> list[int]:
     """Iterative DFS from block 0; unreachable blocks follow in index order."""
-    order = _reachable_rpo(blocks)
+    return _with_unreachable(_reachable_rpo(blocks), blocks)
+
+
+def _with_unreachable(rpo: list[int], blocks: tuple[BasicBlock, ...]) -> list[int]:
+    """``rpo`` (the reachable blocks), then the unreachable blocks in index order."""
+    order = list(rpo)
     if len(order) < len(blocks):
         seen = set(order)
         order.extend(b.index for b in blocks if b.index not in seen)
@@ -300,11 +308,11 @@ def _immediate_dominators(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> dic
     return {b: idom[b] for b in rpo}
 
 
-def _natural_loops(blocks: tuple[BasicBlock, ...]) -> tuple[Loop, ...]:
-    """Natural loops from back edges (target dominates source), merged per header, nested."""
+def _natural_loops(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> tuple[Loop, ...]:
+    """Natural loops from back edges (target dominates source), merged per header, nested;
+    ``rpo`` lists the reachable blocks in reverse postorder."""
     if not blocks:
         return ()
-    rpo = _reachable_rpo(blocks)
     num = [-1] * len(blocks)
     for k, b in enumerate(rpo):
         num[b] = k

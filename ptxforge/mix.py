@@ -166,13 +166,24 @@ def _selp(instructions: Iterable[ir.Instruction]) -> SelpBreakdown:
 def virtual_registers(kernel: ir.Kernel) -> dict:
     """Distinct registers the body mentions, per declared type (``{"f64": 2981, …}``)."""
     seen: dict = {}  # name -> type name (names are cheap to hash; Registers are not)
+    Register, Address, literal = ir.Register, ir.Address, _LITERALS
     for inst in kernel.instructions:
         for operand in inst.operands:
-            for r in ir.registers_in(operand):
-                seen[r.name] = r.type.name
+            t = type(operand)
+            if t is Register:
+                seen[operand.name] = operand.type.name
+            elif t is Address:
+                if type(operand.base) is Register:
+                    seen[operand.base.name] = operand.base.type.name
+            elif t not in literal:
+                for r in ir.registers_in(operand):
+                    seen[r.name] = r.type.name
         if inst.guard is not None:
             seen[inst.guard.register.name] = inst.guard.register.type.name
     return _sorted_counts(Counter(seen.values()))
+
+
+_LITERALS = frozenset({ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw})  # no registers
 
 
 def declared_registers(kernel: ir.Kernel) -> dict:
