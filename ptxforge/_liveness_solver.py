@@ -19,23 +19,22 @@ The result is a :class:`~ptxforge.liveness.Liveness`.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from array import array
 from bisect import bisect_left
 from collections import deque
 from itertools import chain, repeat
 from operator import attrgetter
-from typing import Iterator, Optional, Union
+from typing import Optional, Union
 
 from . import ir
+from ._gc import gc_paused
 from ._liveness_operands import operands_touching, register_facts
 from ._liveness_result import Liveness
 from ._liveness_storage import CLASS_POS, N_CLASSES, bits_of, mask_of
 from .cfg import ControlFlowGraph, build_cfg
 from .types import ALL_TYPES
 
-__all__ = ["analyze_liveness", "gc_paused"]
+__all__ = ["analyze_liveness"]
 
 _CLASS_NAME_OF = attrgetter("type.reg_class.name")
 _TYPE_OF = attrgetter("type")
@@ -146,19 +145,6 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
     with gc_paused():
         return _analyze(kernel if isinstance(kernel, ControlFlowGraph) else build_cfg(kernel))
 
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: the CFG and the solver make many small acyclic
-    objects, and the collections they trigger walk the whole IR each time (a third of the
-    time on large kernels).  The previous state is restored (nested use is fine)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _analyze(cfg: ControlFlowGraph) -> Liveness:

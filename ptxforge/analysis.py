@@ -56,14 +56,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
-from typing import Iterator, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import attrs
 
 from . import ir
+from ._gc import gc_paused
 from ._analysis_peak import display_name, full_name, peak_groups
 from ._analysis_resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats,
                                   launch_limits, local_array_bytes, ptxas_fields,
@@ -97,19 +96,6 @@ __all__ = [
 
 SCHEMA = "ptxforge.analyze/1"
 
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while the IR is built: parsing a large module makes
-    hundreds of thousands of acyclic objects, and the collections they trigger cost ~15% of
-    the analysis time.  The previous state is restored (nested use is fine)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
@@ -389,7 +375,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
         >>> analyze_module(m, "sm_86", 128, compile=False).kernels[0].occupancy.active_blocks
         12
     """
-    with _gc_paused():
+    with gc_paused():
         return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
                                dynamic_shared, isolate)
 
@@ -496,7 +482,7 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
                             "cubins too), `ptxforge sass` for its SASS, or pass the PTX")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    with _gc_paused():
+    with gc_paused():
         module = parse(text, filename)
         return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
 

@@ -60,7 +60,7 @@ from typing import Optional
 import attrs
 
 from . import ir
-from ._liveness_solver import gc_paused
+from ._gc import gc_paused
 from .errors import PtxforgeError
 from .emit import format_instruction
 from .liveness import CLASS_NAMES, Liveness, analyze_liveness
@@ -88,7 +88,8 @@ _TYPE_NAME = attrgetter("type.name")
 
 
 def _loc_str(loc: Optional[ir.SourceLoc]) -> Optional[str]:
-    return None if loc is None else f"{loc.file}:{loc.line}"
+    """``file:line``, or ``(compiler-generated)`` for line 0 (``.loc 1 0 0``)."""
+    return None if loc is None else str(loc)
 
 
 @attrs.frozen(slots=True)
@@ -321,7 +322,7 @@ def _source_groups(values: tuple[LiveValue, ...]) -> tuple[SourceGroup, ...]:
     out = []
     for (loc, function), vs in groups.items():
         file, line = None, None
-        if loc != "<unknown>":
+        if loc != "<unknown>" and ":" in loc:
             file, _, ln = loc.rpartition(":")
             line = int(ln) if ln.isdigit() else None
         out.append(SourceGroup(loc, file, line, function, len(vs), sum(v.units for v in vs),

@@ -179,3 +179,37 @@ def test_a_report_is_an_estimate_for_compare():
     c = compare(report, compile_ptx(emit(module), "sm_80")["saxpy"])
     assert (c.estimate.registers, c.estimate.predicates) == (report.peak.units, report.pred_peak.units)
     assert c.estimate.source == "PressureReport"
+
+
+_LINE0_PTX = """.version 8.0
+.target sm_80
+.address_size 64
+.file 1 "k.cu"
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    .loc 1 5 3
+    ld.param.u64 %rd1, [p];
+    .loc 1 0 0
+    mov.u32 %r1, %tid.x;
+    .loc 1 7 3
+    add.s32 %r2, %r1, 1;
+    st.global.u32 [%rd1], %r2;
+    st.global.u32 [%rd1+4], %r1;
+    ret;
+}
+"""
+
+
+def test_line_zero_is_compiler_generated_not_a_source_line():
+    """``.loc 1 0 0`` marks code without a source line: the value's location reads
+    ``(compiler-generated)`` (not ``k.cu:0``) and its source group has no file or line."""
+    from ptxforge.parse import parse
+
+    peak = analyze_pressure(parse(_LINE0_PTX).kernels[0]).peak
+    assert {v.name: v.loc for v in peak.values} == {
+        "%rd1": "k.cu:5", "%r1": "(compiler-generated)", "%r2": "k.cu:7"}
+    groups = {g.loc: (g.file, g.line, g.names) for g in peak.by_source}
+    assert groups["(compiler-generated)"] == (None, None, ("%r1",))
+    assert groups["k.cu:7"] == ("k.cu", 7, ("%r2",))
