@@ -31,6 +31,7 @@ import attrs
 from . import ir
 from .compile import KernelStats, normalize_target
 from .errors import PtxforgeError
+from .kernel_stats import callee_spills, deepest_chain
 from .occupancy import arch_props, register_cliffs, unknown_arch_reason
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
@@ -176,16 +177,6 @@ def callers_of(module: ir.Module, name: str) -> tuple:
     return tuple(out)
 
 
-def _deepest(name: str, frames: dict, edges: dict, path: frozenset) -> int:
-    """The largest sum of frames along a call chain from ``name`` (a cycle counted once)."""
-    best = 0
-    for callee in edges.get(name, ()):
-        if callee not in path:
-            best = max(best, frames.get(callee, 0)
-                       + _deepest(callee, frames, edges, path | {callee}))
-    return best
-
-
 def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:
     """``(KernelStats or None, note)`` for the ``.func`` ``name`` of ``compiled``.
 
@@ -227,32 +218,22 @@ def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:
     for a, b in calls:
         edges.setdefault(a, []).append(b)
     frames = {k.name: k.frame_size or 0 for k in cub.values()}
-    stack = own_frame + _deepest(name, frames, edges, frozenset({name}))
+    stack = own_frame + deepest_chain(name, frames, edges)
     own_st = (f.spill_stores or 0) if f is not None else 0
     own_ld = (f.spill_loads or 0) if f is not None else 0
-    st, ld, seen, todo = own_st, own_ld, {name}, list(edges.get(name, ()))
-    while todo:
-        c = todo.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        todo.extend(edges.get(c, ()))
-        try:
-            cf = log.function(c)
-        except KeyError:
-            continue
-        st += cf.spill_stores or 0
-        ld += cf.spill_loads or 0
+    reach = set(info.reachable(name)) if info is not None else set()
+    cst, cld = callee_spills(log, name, reach)
+    st, ld = own_st + cst, own_ld + cld
     stats = KernelStats(name=name, target=compiled.target, backend=compiled.backend,
                         registers=int(regs), spill_stores=st, spill_loads=ld,
                         stack_frame=int(stack), local_array_bytes=local_bytes,
                         shared=(ck.shared if ck is not None else 0),
                         constant_bank0=None, barriers=(ck.barriers if ck is not None else None),
                         compile_time_ms=f.compile_time_ms if f is not None else None)
-    recursive = any(name in edges.get(c, ()) for c in seen)  # a cycle back to ``name``
+    recursive = name in reach  # a call chain leads back to ``name``
     extra = dict(body_registers=f.registers if f is not None else None,
                  body_spill_stores=own_st, body_spill_loads=own_ld,
-                 body_stack_frame=int(own_frame), callees=tuple(sorted(seen - {name})),
+                 body_stack_frame=int(own_frame), callees=tuple(sorted(reach - {name})),
                  stack_known=not recursive)
     fields = attrs.fields_dict(KernelStats)
     stats = attrs.evolve(stats, **{k: v for k, v in extra.items() if k in fields})

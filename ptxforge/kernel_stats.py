@@ -29,7 +29,7 @@ from .errors import CompileError, PtxforgeError
 from .ptxas_log import parse_ptxas_log
 from .regcap import resolve_register_cap
 
-__all__ = ["KernelStats", "kernel_stats"]
+__all__ = ["KernelStats", "kernel_stats", "callee_spills", "deepest_chain"]
 
 
 @attrs.frozen(slots=True)
@@ -98,6 +98,28 @@ class KernelStats:
             "body_registers", "body_spill_stores", "body_spill_loads", "body_stack_frame",
             "stack_known", "register_cap_source", "register_cap_note")} | {
             "callees": list(self.callees)}
+
+
+def callee_spills(log, name: str, callees) -> tuple[int, int]:
+    """Spill (stores, loads) bytes the ptxas ``log`` records for ``callees`` of ``name`` (a
+    recursive ``name`` among them is not counted twice; functions without a record add 0)."""
+    st = ld = 0
+    for c in callees:
+        if c == name:
+            continue
+        try:
+            cf = log.function(c)
+        except KeyError:
+            continue
+        st += cf.spill_stores or 0
+        ld += cf.spill_loads or 0
+    return st, ld
+
+
+def deepest_chain(name: str, frames: dict, edges: dict) -> int:
+    """The largest sum of callee frames along a call chain from ``name`` (``edges``: caller →
+    callees; a cycle is counted once)."""
+    return _deepest(name, frames, edges, frozenset({name}))
 
 
 def _deepest(name: str, frames: dict, edges: dict, path: frozenset) -> int:
@@ -183,19 +205,11 @@ def kernel_stats(raw, entries: tuple, requested_cap: Optional[int] = None) -> tu
         elif known and log.summary(e.name) is not None and log.summary(e.name).stack is not None:
             stack = log.summary(e.name).stack
         if stack is None:
-            stack = own_frame + _deepest(e.name, frames, edges, frozenset({e.name}))
+            stack = own_frame + deepest_chain(e.name, frames, edges)
         body_st = (f.spill_stores or 0) if f else 0
         body_ld = (f.spill_loads or 0) if f else 0
-        st, ld = body_st, body_ld
-        for c in callees:
-            if c == e.name:
-                continue
-            try:
-                cf = log.function(c)
-            except KeyError:
-                continue
-            st += cf.spill_stores or 0
-            ld += cf.spill_loads or 0
+        cst, cld = callee_spills(log, e.name, callees)
+        st, ld = body_st + cst, body_ld + cld
         shared = attrs_.get("shared_size_bytes")
         if shared is None:
             shared = f.shared if f and f.shared is not None else (ck.shared if ck else 0)
