@@ -157,7 +157,8 @@ def main(argv=None) -> int:
           f" {occ.occupancy:.1%} occupancy, limited by {', '.join(occ.limiting)}")
     for regs in (32, 64, 128, 255):
         o = occupancy(regs, block, target)
-        print(f"  at {regs:>3} registers: {o.active_blocks} blocks/SM, {o.occupancy:.1%}")
+        blocks = f"{o.active_blocks} block{'s' if o.active_blocks != 1 else ''}"
+        print(f"  at {regs:>3} registers: {blocks}/SM, {o.occupancy:.1%}")
     cliffs = register_cliffs(d8["ptxas"], block, target)
     steps = ", ".join(f"<= {regs}: {blocks}" for regs, blocks in cliffs.steps)
     print(f"  blocks/SM by register count: {steps}")
