@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Union
 
 import attrs
@@ -44,12 +45,8 @@ _ENTRY_RECORDS = ("PARAM_CBANK", "CBANK_PARAM_SIZE", "KPARAM_INFO")
 
 
 def _product(dims) -> Optional[int]:
-    if not dims:
-        return None
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+    """Threads in a ``(x, y, z)`` launch bound, or None when there is none."""
+    return math.prod(dims) if dims else None
 
 
 def _record(kernel, name: str):

@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Optional
 
@@ -89,12 +90,7 @@ class PtxEntry:
     def threads(self) -> Optional[int]:
         """Threads per block the launch bounds allow (.reqntid, else .maxntid), or None."""
         dims = self.reqntid or self.maxntid
-        if not dims:
-            return None
-        n = 1
-        for d in dims:
-            n *= d
-        return n
+        return math.prod(dims) if dims else None
 
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%]*)")

@@ -10,7 +10,6 @@ import doctest
 import itertools
 import pathlib
 import re
-import sys
 import textwrap
 
 import pytest
@@ -24,23 +23,11 @@ from ptxforge.liveness import analyze_liveness
 from ptxforge.parse import parse
 from ptxforge.pressure import analyze_pressure
 
+from bits_kit import line, val, where
+
 ARCHS = ("sm_80", "sm_90")
 I32 = (T.u32, T.s32)
 INTS = (T.u16, T.u32, T.u64, T.s16, T.s32, T.s64)
-
-
-def line() -> int:
-    """The caller's line number."""
-    return sys._getframe(1).f_lineno
-
-
-def where(n: int) -> str:
-    return f"{__file__}:{n}"
-
-
-def val(kb, ty, v=3):
-    """A register of type ``ty`` holding a small value."""
-    return kb.mov(float(v) if ty.is_float else v, type=ty)
 
 
 def accepted(ptxas_accepts, kb, arch, expected):

@@ -5,7 +5,6 @@ and SM minimums in the isa table are the lowest ptxas accepts (checked one versi
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
@@ -14,19 +13,7 @@ from ptxforge import types as T
 from ptxforge.builder import KernelBuilder
 from ptxforge.errors import BuildError, PtxTypeError, UnsupportedError
 
-
-def line() -> int:
-    """The caller's line number."""
-    return sys._getframe(1).f_lineno
-
-
-def where(n: int) -> str:
-    return f"{__file__}:{n}"
-
-
-def val(kb, ty, v=3):
-    """A register of type ``ty`` holding a small value."""
-    return kb.mov(float(v) if ty.is_float else v, type=ty)
+from bits_kit import line, val, where
 
 
 # -- errors -----------------------------------------------------------------------------------
