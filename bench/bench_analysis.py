@@ -5,7 +5,7 @@ importable) and compiles a branchy CUDA C++ kernel at two sizes with NVRTC, then
 
 * times the full analysis (CFG, liveness, peak, report; no interference graph) with
   ``time.perf_counter`` (best of ``--repeat``),
-* compiles the same PTX with ptxas inside nvJitLink (``ptxforge.compile`` when present,
+* compiles the same PTX with ptxas inside nvJitLink (``ptxforge.toolchain.compile`` when present,
   otherwise nvJitLink directly) in the same run, and prints analysis / ptxas as a ratio,
 * measures the analysis's Python heap peak with ``tracemalloc`` (separate run) and the
   process's ``ru_maxrss``.
@@ -47,10 +47,11 @@ import tracemalloc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from ptxforge import emit, ir, types  # noqa: E402
-from ptxforge.liveness import analyze_liveness  # noqa: E402
-from ptxforge.mix import instruction_mix  # noqa: E402
-from ptxforge.pressure import analyze_pressure  # noqa: E402
+from ptxforge import emit  # noqa: E402
+from ptxforge.ptx import ir, types  # noqa: E402
+from ptxforge.analysis.liveness import analyze_liveness  # noqa: E402
+from ptxforge.analysis.mix import instruction_mix  # noqa: E402
+from ptxforge.analysis.pressure import analyze_pressure  # noqa: E402
 
 TILE = 64
 K_STEPS = 4
@@ -94,7 +95,7 @@ extern "C" __global__ void branchy(const float* __restrict__ q, const int* __res
 # ----- kernels with the builder ---------------------------------------------------------
 
 def tile_with_builder():
-    from ptxforge.builder import KernelBuilder
+    from ptxforge.dsl.builder import KernelBuilder
 
     kb = KernelBuilder("tile64x64", target="sm_80")
     a = kb.load_param(kb.param_ptr("a", "f32"))
@@ -116,7 +117,7 @@ def tile_with_builder():
 
 
 def straight_with_builder():
-    from ptxforge.builder import KernelBuilder
+    from ptxforge.dsl.builder import KernelBuilder
 
     kb = KernelBuilder("straight20k", target="sm_80")
     x = kb.load_param(kb.param_ptr("x", "f32"))
@@ -243,7 +244,7 @@ def branchy_ptx(nk: int, arch: str) -> str:
 def ptxas_seconds(ptx: str, arch: str) -> tuple[float, str]:
     """Wall time of ptxas (inside nvJitLink) on ``ptx``; and which path compiled it."""
     try:
-        from ptxforge.compile import compile_ptx
+        from ptxforge.toolchain.compile import compile_ptx
     except ImportError:
         compile_ptx = None
     if compile_ptx is not None:
@@ -297,7 +298,7 @@ def _cases(args) -> list:
 
     def branchy_case(nk):
         def make():
-            from ptxforge.parse import parse
+            from ptxforge.ptx.parse import parse
 
             t0 = time.perf_counter()
             ptx = branchy_ptx(nk, args.arch)
@@ -369,7 +370,7 @@ def main(argv=None) -> int:
         if parse_s is not None:
             print(f"   parse: {parse_s:.3f} s")
         if args.graph:
-            from ptxforge.interference import build_interference
+            from ptxforge.analysis.interference import build_interference
 
             lv = analyze_liveness(kernel)
             t0 = time.perf_counter()

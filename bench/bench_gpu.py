@@ -25,8 +25,8 @@ try:
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ptxforge import ir, types
-from ptxforge.device import gpu_unavailable_reason
+from ptxforge.ptx import ir, types
+from ptxforge.launch.device import gpu_unavailable_reason
 
 # The same algorithm as ptxforge's sgemm_tiled, instruction for instruction in the PTX (pinned
 # by tests/test_examples.py): one thread per C element, TILE x TILE tiles of A and B staged
@@ -141,11 +141,12 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from ptxforge import emit, kernels
-    from ptxforge.device import DeviceArray, check, device_info, driver
+    from ptxforge import emit
+    from ptxforge.dsl import kernels
+    from ptxforge.launch.device import DeviceArray, check, device_info, driver
     from ptxforge.errors import DeviceError
-    from ptxforge.launch import load
-    from ptxforge.timing import benchmark, time_launch
+    from ptxforge.launch.loader import load
+    from ptxforge.launch.timing import benchmark, time_launch
 
     info = device_info(opts.device)
     drv = driver()

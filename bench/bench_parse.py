@@ -6,7 +6,7 @@ one process:
 
 * the analysis the CLI runs for ``ptxforge analyze FILE --no-compile`` (parse, instruction
   mix, liveness/pressure, occupancy, and the text report), in-process, ``time.perf_counter``;
-* ptxas's compile time of the same file through :func:`ptxforge.compile.compile_ptx`
+* ptxas's compile time of the same file through :func:`ptxforge.toolchain.compile.compile_ptx`
   (nvJitLink when available), runs interleaved with the analysis runs and the best of each
   taken, so that a change in the machine's load affects both sides alike;
 * the peak memory of the analysis: ``tracemalloc`` (Python allocations, in a separate run
@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from corpus_util import compile_cu  # noqa: E402
 
-from ptxforge.analysis import analyze_ptx  # noqa: E402
-from ptxforge.compile import compile_ptx  # noqa: E402
+from ptxforge.reports.analyze import analyze_ptx  # noqa: E402
+from ptxforge.toolchain.compile import compile_ptx  # noqa: E402
 
 GOAL_RATIO = 0.1
 GOAL_MEMORY = 1 << 30

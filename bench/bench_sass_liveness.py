@@ -1,7 +1,7 @@
 """How does the PTX liveness estimate compare with the SASS ground truth?  (A measurement.)
 
-For every ``.entry`` of the CUDA C++ test corpus (NVRTC) and of ``ptxforge.kernels``, compiled
-with line info through nvJitLink and read back with nvdisasm (``ptxforge.sass_report``), it
+For every ``.entry`` of the CUDA C++ test corpus (NVRTC) and of ``ptxforge.dsl.kernels``, compiled
+with line info through nvJitLink and read back with nvdisasm (``ptxforge.reports.sass``), it
 prints:
 
 * ``estimate``: ptxforge's PTX liveness peak (32-bit units);
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from corpus_util import corpus_ptx, corpus_sources  # noqa: E402
 
-from ptxforge import kernels  # noqa: E402
-from ptxforge.sass_report import sass_report  # noqa: E402
+from ptxforge.dsl import kernels  # noqa: E402
+from ptxforge.reports.sass import sass_report  # noqa: E402
 
 
 def rows_for(arch: str) -> list:

@@ -1,6 +1,6 @@
 """How ptxas's register count rises when k more .f32 values are kept live across a kernel.
 
-For a few base kernels (built with ``ptxforge.testing`` recipes) and k = 0..32, compile the
+For a few base kernels (built with ``ptxforge.testing.strategies`` recipes) and k = 0..32, compile the
 base kernel and the same kernel with k extra ``.f32`` values loaded before a ``bar.sync`` at
 the start and stored after a ``bar.sync`` at the end, in one module (one ptxas call), and
 print the estimate's rise (always exactly k) next to ptxas's rise.
@@ -14,9 +14,9 @@ import argparse
 import json
 import random
 
-from ptxforge.compile import compile_ptx
-from ptxforge.liveness import analyze_liveness
-from ptxforge.testing import KernelRecipe, ModuleRecipe, build_module, op_keys
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.analysis.liveness import analyze_liveness
+from ptxforge.testing.strategies import KernelRecipe, ModuleRecipe, build_module, op_keys
 
 __all__ = ["base_recipes", "rise", "main"]
 

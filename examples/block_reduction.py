@@ -24,10 +24,10 @@ import sys
 import numpy as np
 
 import _common
-from ptxforge import kernels
-from ptxforge.device import device_info
-from ptxforge.launch import load
-from ptxforge.timing import time_launch
+from ptxforge.dsl import kernels
+from ptxforge.launch.device import device_info
+from ptxforge.launch.loader import load
+from ptxforge.launch.timing import time_launch
 
 BLOCK = 256
 U32 = 2.0**-24          # unit roundoff of float32

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 
 import _common
-from ptxforge import kernels
-from ptxforge.launch import load
+from ptxforge.dsl import kernels
+from ptxforge.launch.loader import load
 
 LIMBS = 8
 MASK = (1 << 32) - 1

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge import KernelBuilder, analyze_pressure, compare, compile_ptx, emit, occupancy
-from ptxforge import types as T
+from ptxforge import KernelBuilder, analyze_pressure, compile_ptx, emit, occupancy
+from ptxforge.reports.estimate import compare
+from ptxforge.ptx import types as T
 
 
 def vector_add(target: str):
@@ -73,7 +74,7 @@ def _rel(loc) -> str:
 
 def driver_registers(module, name: str):
     """The CUDA driver's register count for ``name``, or None without a GPU."""
-    from ptxforge.device import gpu_unavailable_reason
+    from ptxforge.launch.device import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is not None:
         return None
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     target, block = args.arch, args.block
 
-    from ptxforge.device import gpu_unavailable_reason
+    from ptxforge.launch.device import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     gpu = reason is None

@@ -12,10 +12,10 @@ import sys
 import numpy as np
 
 import _common
-from ptxforge import kernels
-from ptxforge.device import DeviceArray
-from ptxforge.launch import load
-from ptxforge.timing import time_launch
+from ptxforge.dsl import kernels
+from ptxforge.launch.device import DeviceArray
+from ptxforge.launch.loader import load
+from ptxforge.launch.timing import time_launch
 
 
 def check_saxpy(a: float, x: np.ndarray, y0: np.ndarray, y: np.ndarray) -> float:

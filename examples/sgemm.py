@@ -14,10 +14,10 @@ import sys
 import numpy as np
 
 import _common
-from ptxforge import kernels
-from ptxforge.device import DeviceArray
-from ptxforge.launch import load
-from ptxforge.timing import time_launch
+from ptxforge.dsl import kernels
+from ptxforge.launch.device import DeviceArray
+from ptxforge.launch.loader import load
+from ptxforge.launch.timing import time_launch
 
 TILE = 16
 

@@ -1,7 +1,7 @@
 """ptxforge: write NVIDIA PTX kernels in Python and understand their register pressure.
 
 The front doors are :class:`KernelBuilder` (write kernels in Python) and :func:`parse` (read
-PTX from any compiler); both produce the same IR (:mod:`ptxforge.ir`).  From there:
+PTX from any compiler); both produce the same IR (:mod:`ptxforge.ptx.ir`).  From there:
 :func:`emit` writes PTX, :func:`analyze_pressure` runs liveness and reports the peak,
 :func:`compile_ptx` asks ptxas what it assigned, :func:`occupancy` says what that costs,
 :func:`compare` puts estimate and ptxas side by side, and :func:`sass_report` adds the physical
@@ -9,47 +9,41 @@ registers live in the SASS (read with nvdisasm).  GPU-only paths (:func:`load`) 
 the driver lazily; everything else works on a machine without a GPU.
 """
 
-from . import ir, isa, kernels, types
-from .analysis import ModuleAnalysis, KernelAnalysis, analyze_module, analyze_ptx
-from .attribution import Attribution, attribute_registers, describe_loc, first_definitions
-from .builder import KernelBuilder, ModuleBuilder
-from .cfg import ControlFlowGraph, build_cfg
-from .compare import Comparison, Estimate, compare
-from .compile import (CompileOptions, Compiled, KernelStats, available_backends, backend_status,
-                      compile_many, compile_ptx)
-from .cubin import CubinInfo, read_cubin
-from .demangle import demangle, demangle_function
-from .emit import emit
-from .errors import (
-    BackendUnavailableError,
-    BuildError,
-    CompileError,
-    DeviceError,
-    LaunchError,
-    ParseError,
-    PtxforgeError,
-    PtxTypeError,
-    UnsupportedError,
-)
-from .isolate import CompilerCrashError
-from .interference import (InterferenceGraph, build_interference, greedy_coloring, max_clique,
-                           verify_coloring)
-from .liveness import Liveness, analyze_liveness
-from .mix import InstructionMix, SelpBreakdown, instruction_mix, module_mix
-from .occupancy import ArchProps, Occupancy, RegisterCliffs, arch_props, occupancy, register_cliffs
-from .parse import parse, parse_file
-from .pressure import PressureReport, analyze_pressure
-from .ptxas_log import PtxasLog, parse_ptxas_log
-from .sass import SassFunction, SassInstruction, SassLiveness, find_nvdisasm, sass_liveness
-from .sass_report import SassReport, sass_report
-from .cubin_analysis import CubinReport, analyze_cubin
-from .sweep import Sweep, sweep
-from .variants import compare_variants
+from .ptx import ir, isa, types
+from .dsl import kernels
+from .reports.analyze import ModuleAnalysis, KernelAnalysis, analyze_module, analyze_ptx
+from .analysis.attribution import Attribution, attribute_registers, describe_loc, first_definitions
+from .dsl.builder import KernelBuilder, ModuleBuilder
+from .analysis.cfg import ControlFlowGraph, build_cfg
+from .reports.estimate import Comparison, Estimate, compare
+from .toolchain.compile import (CompileOptions, Compiled, KernelStats, available_backends,
+                                backend_status, compile_many, compile_ptx)
+from .toolchain.cubin import CubinInfo, read_cubin
+from .ptx.demangle import demangle, demangle_function
+from .ptx.emit import emit
+from .errors import (BackendUnavailableError, BuildError, CompileError, DeviceError, LaunchError,
+                     ParseError, PtxforgeError, PtxTypeError, UnsupportedError)
+from .toolchain.isolate import CompilerCrashError
+from .analysis.interference import (InterferenceGraph, build_interference, greedy_coloring,
+                                    max_clique, verify_coloring)
+from .analysis.liveness import Liveness, analyze_liveness
+from .analysis.mix import InstructionMix, SelpBreakdown, instruction_mix, module_mix
+from .arch.occupancy import (ArchProps, Occupancy, RegisterCliffs, arch_props, occupancy,
+                             register_cliffs)
+from .ptx.parse import parse, parse_file
+from .analysis.pressure import PressureReport, analyze_pressure
+from .toolchain.ptxas_log import PtxasLog, parse_ptxas_log
+from .toolchain.sass import (SassFunction, SassInstruction, SassLiveness, find_nvdisasm,
+                             sass_liveness)
+from .reports.sass import SassReport, sass_report
+from .reports.cubin import CubinReport, analyze_cubin
+from .toolchain.sweep import Sweep, sweep
+from .reports.variants import compare_variants
 
 
 def load(module_or_ptx, device: int = 0, **kwargs):
-    """JIT-load a module (IR, PTX text or cubin) on a GPU; see :func:`ptxforge.launch.load`."""
-    from .launch import load as _load
+    """JIT-load a module (IR, PTX text or cubin) on a GPU; see :func:`ptxforge.launch.loader.load`."""
+    from .launch.loader import load as _load
 
     return _load(module_or_ptx, device, **kwargs)
 

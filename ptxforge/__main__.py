@@ -2,7 +2,7 @@
 
 import sys
 
-from .cli import main
+from ptxforge.cli import main
 
 __all__ = ["main"]
 

@@ -1,4 +1,4 @@
-"""The ``ptxforge`` command: a thin layer over :mod:`ptxforge.analysis` and friends.
+"""The ``ptxforge`` command: a thin layer over :mod:`ptxforge.reports.analyze` and friends.
 
 Commands (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the output)::
 
@@ -31,7 +31,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from .errors import PtxforgeError
+from ptxforge.errors import PtxforgeError
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE"]
 
@@ -51,7 +51,7 @@ class _UsageError(PtxforgeError):
 
 def _arch(compile: bool):
     def convert(text: str) -> str:
-        from .analysis import check_arch
+        from ptxforge.reports.analyze import check_arch
 
         try:
             return check_arch(text, compile=compile)
@@ -76,7 +76,7 @@ def _int_range(lo: int, hi: Optional[int], what: str):
 
 
 def _caps(text: str) -> tuple:
-    from .compile import CompileOptions
+    from ptxforge.toolchain.compile import CompileOptions
 
     caps = []
     for part in text.replace(" ", ",").split(","):
@@ -219,11 +219,11 @@ def _emit(args, obj, text_fn) -> None:
 
 
 def _analyze(args) -> int:
-    from .analysis import analyze_ptx
+    from ptxforge.reports.analyze import analyze_ptx
 
     data, name = _read(args.file)
     if data[:4] == b"\x7fELF":
-        from .cubin_analysis import analyze_cubin
+        from ptxforge.reports.cubin import analyze_cubin
 
         if args.no_compile or args.by != "line":
             raise _UsageError("analyze: --no-compile and --by apply to PTX, not to a cubin")
@@ -251,8 +251,8 @@ def _pairs(args) -> list:
 
 
 def _compare(args) -> int:
-    from .analysis import analyze_ptx
-    from .variants import compare_variants
+    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.variants import compare_variants
 
     if args.file_a == "-" and args.file_b == "-":
         raise _UsageError("compare: only one of A and B can be '-' (standard input can be "
@@ -272,7 +272,7 @@ def _compare(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .analysis import sweep_report
+    from ptxforge.reports.analyze import sweep_report
 
     if args.only_caps and not args.caps:
         raise _UsageError("sweep: --only-caps needs --caps")
@@ -287,7 +287,7 @@ def _sweep(args) -> int:
 
 
 def _occupancy(args) -> int:
-    from .analysis import occupancy_report
+    from ptxforge.reports.analyze import occupancy_report
 
     res = occupancy_report(args.arch, args.regs, args.block, args.smem)
     _emit(args, res.to_dict() if args.json else None, res.to_text)
@@ -295,7 +295,7 @@ def _occupancy(args) -> int:
 
 
 def _sass(args) -> int:
-    from .sass_report import sass_report
+    from ptxforge.reports.sass import sass_report
 
     data, name = _read(args.file)
     if data[:4] != b"\x7fELF":
@@ -307,7 +307,7 @@ def _sass(args) -> int:
 
 def _message(exc: PtxforgeError) -> str:
     """The error's text; a compiler crash (its stderr is noise) on one line with its hint."""
-    from .isolate import CompilerCrashError
+    from ptxforge.toolchain.isolate import CompilerCrashError
 
     if isinstance(exc, CompilerCrashError):
         return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())

@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- real ptxas through nvJitLink (no GPU needed) -------------------------------------------
-# A deliberately small helper so tests can ask ptxas before ptxforge.compile existed; it runs
+# A deliberately small helper so tests can ask ptxas before ptxforge.toolchain.compile existed; it runs
 # the real ptxas inside nvJitLink and returns its verbose log.
 
 def nvjitlink_compile(ptx: str, arch: str = "sm_80", extra: tuple = ()) -> str:

@@ -1,4 +1,4 @@
-"""Test-only entry points for :mod:`ptxforge.isolate`: a child that really dies.
+"""Test-only entry points for :mod:`ptxforge.toolchain.isolate`: a child that really dies.
 
 The worker children import this module by name (they get the parent's ``sys.path``).
 """
@@ -9,7 +9,7 @@ import os
 import resource
 import signal
 
-from ptxforge.backends import Backend, NvJitLinkBackend
+from ptxforge.toolchain.backends import Backend, NvJitLinkBackend
 
 __all__ = ["segfault", "exit_with", "CrashAtCap"]
 

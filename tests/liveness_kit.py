@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ptxforge import ir, types
+from ptxforge.ptx import ir, types
 
 __all__ = ["reg", "inst", "kernel", "module", "ptx", "SAMPLES"]
 

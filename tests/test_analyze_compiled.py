@@ -15,8 +15,8 @@ import pytest
 
 from ptxforge import CompilerCrashError, analyze_ptx
 from ptxforge.cli import main
-from ptxforge.compile import CompileOptions, compile_ptx
-from ptxforge.ptx_directives import with_maxnreg
+from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+from ptxforge.ptx.directives import with_maxnreg
 
 from compile_sources import CALLS, LIVE64, OCTREE_WALK, nvrtc
 from corpus_util import corpus_ptx
@@ -127,8 +127,8 @@ def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
 
 
 def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
-    from ptxforge.backends import PtxasBackend
-    from ptxforge.ptx_directives import with_version
+    from ptxforge.toolchain.backends import PtxasBackend
+    from ptxforge.ptx.directives import with_version
 
     alt = PtxasBackend().for_target("sm_80")
     if alt is None:
@@ -157,7 +157,7 @@ def test_analyze_ptx_raises_compiler_crash_error_in_a_child():
     code = ("import sys; sys.path.insert(0, 'tests')\n"
             "from compile_sources import OCTREE_WALK, nvrtc\n"
             "from ptxforge import analyze_ptx, CompilerCrashError\n"
-            "from ptxforge.ptx_directives import with_maxnreg\n"
+            "from ptxforge.ptx.directives import with_maxnreg\n"
             "p = with_maxnreg(nvrtc(OCTREE_WALK, 'walk', 'sm_80'), 'walk', 24)\n"
             "try:\n    analyze_ptx(p, backend='nvjitlink')\n"
             "except CompilerCrashError as e:\n    print('crash', e.crash.signal)\n")

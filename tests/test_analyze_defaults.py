@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.occupancy import occupancy
+from ptxforge.arch.occupancy import occupancy
 
 from corpus_util import compile_cu, corpus_ptx
 from cli_util import run, run_json
@@ -216,7 +216,7 @@ def test_occupancy_json_names_the_arch_as_given(capsys):
 
 
 def test_library_defaults_match_the_command(files):
-    from ptxforge.analysis import analyze_ptx
+    from ptxforge.reports.analyze import analyze_ptx
 
     a = analyze_ptx(TRITON.read_text(), compile=False)
     assert (a.arch, a.arch_source) == ("sm_90a", "target")

@@ -11,11 +11,11 @@ import re
 import pytest
 
 from ptxforge import KernelBuilder
-from ptxforge._analysis_peak import display_name, full_name
-from ptxforge import types as T
-from ptxforge.compile import compile_ptx
-from ptxforge.occupancy import occupancy, register_cliffs
-from ptxforge.ptxas_log import parse_ptxas_log
+from ptxforge.reports.peak import display_name, full_name
+from ptxforge.ptx import types as T
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.arch.occupancy import occupancy, register_cliffs
+from ptxforge.toolchain.ptxas_log import parse_ptxas_log
 
 from corpus_util import compile_cu, corpus_ptx
 from cli_util import run, run_json
@@ -210,7 +210,7 @@ def test_analyze_reads_a_cubin(capsys, files, tmp_path):
 
 
 def test_analyze_ptx_given_a_cubin_says_so():
-    from ptxforge.analysis import analyze_ptx
+    from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.errors import PtxforgeError
 
     cubin = compile_ptx(corpus_ptx("pressure", "sm_80"), "sm_80").cubin
@@ -268,7 +268,7 @@ def test_peak_by_call_site_names_the_inlined_call(capsys, files):
 
 
 def test_demangled_names_in_text_mangled_in_json(capsys, tmp_path, files):
-    demangle = pytest.importorskip("ptxforge.demangle").demangle
+    demangle = pytest.importorskip("ptxforge.ptx.demangle").demangle
 
     path = tmp_path / "templates.ptx"
     path.write_text(corpus_ptx("templates", "sm_80"))

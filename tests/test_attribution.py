@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ptxforge import ir
-from ptxforge.attribution import attribute_registers, callsite, first_definitions
-from ptxforge.parse import parse
+from ptxforge.ptx import ir
+from ptxforge.analysis.attribution import attribute_registers, callsite, first_definitions
+from ptxforge.ptx.parse import parse
 
 from corpus_util import CORPUS_DIR, corpus_ptx
 
@@ -87,7 +87,7 @@ def _loads_line() -> int:
 
 
 def test_values_live_at_the_peak_come_from_the_loads_line():
-    from ptxforge.liveness import analyze_liveness
+    from ptxforge.analysis.liveness import analyze_liveness
 
     k = parse(corpus_ptx("pressure", "sm_80", True)).kernel("live_window")
     lv = analyze_liveness(k)
@@ -106,7 +106,7 @@ def test_values_live_at_the_peak_come_from_the_loads_line():
 
 
 def test_pressure_report_names_the_loads_line_at_the_peak():
-    from ptxforge.pressure import analyze_pressure
+    from ptxforge.analysis.pressure import analyze_pressure
 
     k = parse(corpus_ptx("pressure", "sm_90", True)).kernel("live_window")
     report = analyze_pressure(k)
@@ -216,7 +216,7 @@ def test_json_keeps_the_whole_chain():
 
 
 def test_describe_loc():
-    from ptxforge.attribution import describe_loc
+    from ptxforge.analysis.attribution import describe_loc
 
     outer = ir.SourceLoc("k.cu", 67, 5)
     mid = ir.SourceLoc("w.cuh", 38, 13, "_Z5weno5PKdllib", outer)
@@ -238,7 +238,7 @@ def test_templates_kernel_names_are_demangled_in_the_chain():
 def test_doctests():
     import doctest
 
-    from ptxforge import attribution
+    from ptxforge.analysis import attribution
 
     result = doctest.testmod(attribution)
     assert result.failed == 0 and result.attempted >= 4

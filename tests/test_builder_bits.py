@@ -14,14 +14,14 @@ import textwrap
 
 import pytest
 
-from ptxforge import builder_bits
-from ptxforge import types as T
-from ptxforge.builder import KernelBuilder, lop3_lut
-from ptxforge.emit import emit
+from ptxforge.dsl import bits as builder_bits
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import KernelBuilder, lop3_lut
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import BuildError
-from ptxforge.liveness import analyze_liveness
-from ptxforge.parse import parse
-from ptxforge.pressure import analyze_pressure
+from ptxforge.analysis.liveness import analyze_liveness
+from ptxforge.ptx.parse import parse
+from ptxforge.analysis.pressure import analyze_pressure
 
 from bits_kit import line, val, where
 

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from ptxforge import isa
-from ptxforge import types as T
-from ptxforge.builder import KernelBuilder
+from ptxforge.ptx import isa
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import KernelBuilder
 from ptxforge.errors import BuildError, PtxTypeError, UnsupportedError
 
 from bits_kit import line, val, where
@@ -184,7 +184,7 @@ def test_ptx_minimum_is_tight_at_nvjitlink(ptxas_accepts, op):
 
 def _old_ptxas():
     """A ptxas executable that still targets sm_50 (CUDA 12 or older), or None."""
-    from ptxforge.backends import find_ptxas, ptxas_version
+    from ptxforge.toolchain.backends import find_ptxas, ptxas_version
 
     return next((p for p in find_ptxas() if (1, 0) <= ptxas_version(p) < (13, 0)), None)
 

@@ -16,8 +16,8 @@ import struct
 
 import pytest
 
-from ptxforge import ir
-from ptxforge.builder import KernelBuilder
+from ptxforge.ptx import ir
+from ptxforge.dsl.builder import KernelBuilder
 
 M32 = 0xFFFFFFFF
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from ptxforge import ir
-from ptxforge import types as T
-from ptxforge.builder import KernelBuilder, ModuleBuilder
+from ptxforge.ptx import ir
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import KernelBuilder, ModuleBuilder
 from ptxforge.errors import BuildError, PtxforgeError, PtxTypeError, UnsupportedError
 
 

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from ptxforge import ir
-from ptxforge import types as T
-from ptxforge.builder import KernelBuilder, ModuleBuilder
+from ptxforge.ptx import ir
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import KernelBuilder, ModuleBuilder
 from ptxforge.errors import BuildError, UnsupportedError
 
 ARCHS = ("sm_80", "sm_90")
@@ -558,7 +558,7 @@ def test_version_is_lowest_for_target(ptxas_accepts, target, version):
                                     "setp.lt.bf16", "ex2.approx.f16", "cvt.f64.bf16"])
 def test_isa_minimum_ptx_is_tight(ptxas_accepts, opcode):
     """The table's PTX minimum is accepted and one minor version below is rejected."""
-    from ptxforge import isa
+    from ptxforge.ptx import isa
 
     need = isa.requirement(opcode)
     target = "sm_90"

@@ -2,9 +2,10 @@
 
 import pytest
 
-from ptxforge import BuildError, KernelBuilder, emit, kernels
-from ptxforge import types as T
-from ptxforge.compile import compile_ptx
+from ptxforge import BuildError, KernelBuilder, emit
+from ptxforge.dsl import kernels
+from ptxforge.ptx import types as T
+from ptxforge.toolchain.compile import compile_ptx
 
 
 def _sum_kernel(unroll: bool) -> str:

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from ptxforge import BuildError, KernelBuilder, ModuleBuilder, PtxTypeError, ir
+from ptxforge import BuildError, KernelBuilder, ModuleBuilder, PtxTypeError
+from ptxforge.ptx import ir
 from ptxforge.errors import UnsupportedError
 
 HERE = re.escape(__file__.rsplit("/", 1)[-1])

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
 from liveness_kit import SAMPLES, kernel
-from ptxforge import ir, types
-from ptxforge.cfg import build_cfg
+from ptxforge.ptx import ir, types
+from ptxforge.analysis.cfg import build_cfg
 from ptxforge.errors import BuildError, PtxforgeError
 
 

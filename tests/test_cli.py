@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from ptxforge.cli import main
-from ptxforge.compile import compile_ptx
-from ptxforge.occupancy import occupancy
-from ptxforge.parse import parse
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.arch.occupancy import occupancy
+from ptxforge.ptx.parse import parse
 
 from corpus_util import CORPUS_DIR, compile_cu, corpus_ptx
 from cli_util import run, run_json
@@ -376,7 +376,7 @@ def test_analyze_every_corpus_variant(capsys, tmp_path):
     reported in file order with ptxas's figures, text and JSON alike; without --block each
     kernel is analysed at its own launch bounds (else 256), so every one can launch."""
     from corpus_util import all_corpus_ptx
-    from ptxforge.compile import ptx_entries
+    from ptxforge.toolchain.compile import ptx_entries
 
     own_sizes = 0
     for (name, arch, lineinfo), ptx in sorted(all_corpus_ptx().items()):
@@ -482,7 +482,7 @@ def test_targets_without_an_occupancy_table_are_analysed_with_occupancy_na(capsy
 
 
 def test_sm_110_still_compiles(capsys, files):
-    from ptxforge.compile import get_backend
+    from ptxforge.toolchain.compile import get_backend
 
     if not get_backend("nvjitlink").supports("sm_110"):
         pytest.skip("this nvJitLink does not target sm_110")
@@ -500,7 +500,7 @@ def test_compare_stdin_twice_is_a_usage_error():
 
 
 def test_static_shared_counts_vector_arrays_whole():
-    from ptxforge.analysis import static_shared_bytes
+    from ptxforge.reports.analyze import static_shared_bytes
 
     ptx = (".version 8.0\n.target sm_80\n.address_size 64\n"
            ".visible .entry k()\n{\n\t.shared .align 16 .v4 .f32 tile[16];\n"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.compare import Estimate, compare
-from ptxforge.compile import compile_ptx
+from ptxforge.reports.estimate import Estimate, compare
+from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.errors import PtxforgeError
 
 PTX = Path(__file__).parent / "data" / "ptx"
@@ -51,7 +51,7 @@ def test_estimate_from_objects():
 
 
 def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
-    from ptxforge.compile import KernelStats
+    from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=255)
     far = compare(Estimate(50, 1), stats, block_size=256, target="sm_80")
@@ -68,8 +68,8 @@ def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
     (10, 24, True),    # +14, 2.4x: more than the overhead
 ])
 def test_the_fixed_overhead_is_not_called_scheduling(estimate, registers, scheduling):
-    from ptxforge.compare import FIXED_OVERHEAD
-    from ptxforge.compile import KernelStats
+    from ptxforge.reports.estimate import FIXED_OVERHEAD
+    from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=registers)
     notes = compare(Estimate(estimate), stats, target="sm_80").notes(general=False)

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ptxforge.analysis import analyze_ptx
+from ptxforge.reports.analyze import analyze_ptx
 from ptxforge.errors import PtxforgeError
-from ptxforge.variants import compare_variants
+from ptxforge.reports.variants import compare_variants
 
 from corpus_util import compile_cu
 from cli_util import run

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.backends import PtxasBackend, find_ptxas, ptxas_version
-from ptxforge.compile import (CompileOptions, available_backends, backend_status, compile_many,
-                              compile_ptx, normalize_target, ptx_entries)
+from ptxforge.toolchain.backends import PtxasBackend, find_ptxas, ptxas_version
+from ptxforge.toolchain.compile import (CompileOptions, available_backends, backend_status,
+                                             compile_many, compile_ptx, normalize_target,
+                                             ptx_entries)
 from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
 
 PTX = Path(__file__).parent / "data" / "ptx"
@@ -151,7 +152,8 @@ def test_unknown_backend():
 
 
 def test_a_ptx_version_newer_than_ptxas_gets_a_hint():
-    from ptxforge import CompileError, backend_status
+    from ptxforge import CompileError
+    from ptxforge.toolchain.compile import backend_status
 
     if "CUDA 12" not in backend_status()["ptxas"][1]:
         pytest.skip("needs the CUDA 12 ptxas (pip install nvidia-cuda-nvcc-cu12)")
@@ -191,7 +193,7 @@ def test_a_target_newer_than_the_arch_gets_a_hint():
 
 
 def test_line_info_for_a_module_maps_the_cubin_back_to_the_python_lines():
-    from ptxforge import kernels
+    from ptxforge.dsl import kernels
 
     module = kernels.saxpy()
     plain = compile_ptx(module, "sm_80").cubin
@@ -272,7 +274,7 @@ def test_a_kernel_that_calls_runs_with_its_call_graphs_registers():
 
     stats = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80")["call_chain"]
     assert stats.registers > stats.body_registers
-    from ptxforge import read_cubin
+    from ptxforge.toolchain.cubin import read_cubin
     assert stats.registers == read_cubin(compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").cubin
                                          ).kernel("call_chain").registers
 
@@ -282,7 +284,7 @@ def test_a_kernel_that_calls_runs_with_its_call_graphs_registers():
 @pytest.mark.parametrize("backend", ["nvjitlink", "ptxas12", "ptxas13"])
 def test_debug_ptx_compiles_at_O0(backend):
     from compile_sources import OCTREE_WALK, nvrtc
-    from ptxforge.ptx_directives import ptx_target, with_version
+    from ptxforge.ptx.directives import ptx_target, with_version
 
     debug = nvrtc(OCTREE_WALK, "walk", "sm_80", "-G")
     plain = nvrtc(OCTREE_WALK, "walk", "sm_80")
@@ -380,7 +382,7 @@ def test_register_cap_in_force_and_its_source(bounds, cap, regs, in_force, sourc
 def test_implied_cap_is_what_ptxas_records(threads, blocks):
     # the cap ptxas derives from .maxntid/.minnctapersm, against EIATTR_MAXREG_COUNT
     from compile_sources import LIVE64, nvrtc
-    from ptxforge.regcap import implied_register_cap
+    from ptxforge.toolchain.regcap import implied_register_cap
 
     ptx = nvrtc(LIVE64.replace("BOUNDS", f"__launch_bounds__({threads}, {blocks})"), "live64")
     recorded = compile_ptx(ptx, "sm_80").cubin_info().kernel("live64").max_registers
@@ -389,7 +391,7 @@ def test_implied_cap_is_what_ptxas_records(threads, blocks):
 
 def test_maxnreg_is_honoured_next_to_launch_bounds():
     from compile_sources import LIVE64, nvrtc
-    from ptxforge.ptx_directives import ptx_entries, with_maxnreg
+    from ptxforge.ptx.directives import ptx_entries, with_maxnreg
 
     ptx = nvrtc(LIVE64.replace("BOUNDS", "__launch_bounds__(256, 4)"), "live64")
     for n, regs, source in ((40, 40, ".maxnreg"), (128, 64, "launch bounds")):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.backends import DriverBackend
-from ptxforge.compile import compile_ptx
-from ptxforge.occupancy import occupancy
+from ptxforge.toolchain.backends import DriverBackend
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.arch.occupancy import occupancy
 
 PTX = Path(__file__).parent / "data" / "ptx"
 pytestmark = pytest.mark.gpu
@@ -21,7 +21,7 @@ def _versions() -> tuple:
     """(driver CUDA version, nvJitLink version), each as (major, minor)."""
     from cuda.bindings import nvjitlink
 
-    from ptxforge.device import device_info
+    from ptxforge.launch.device import device_info
 
     return device_info(0).driver_cuda_version, tuple(nvjitlink.version())
 

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.backends import find_ptxas, ptxas_version, PtxasBackend
-from ptxforge.compile import compile_ptx
-from ptxforge.cubin import parse_nv_info, read_cubin, sm_from_e_flags
+from ptxforge.toolchain.backends import find_ptxas, ptxas_version, PtxasBackend
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.toolchain.cubin import parse_nv_info, read_cubin, sm_from_e_flags
 from ptxforge.errors import CompileError, PtxforgeError
-from ptxforge.occupancy import occupancy
-from ptxforge.ptx_directives import with_version
+from ptxforge.arch.occupancy import occupancy
+from ptxforge.ptx.directives import with_version
 
 from compile_sources import CALLS, SHARED, nvrtc
 from corpus_util import corpus_ptx, corpus_sources
@@ -173,8 +173,8 @@ E_FLAGS_CASES = ([("ptxas12", t, 7) for t in ("sm_70", "sm_75", "sm_80", "sm_86"
 
 @pytest.mark.parametrize("tool,target,abi", E_FLAGS_CASES)
 def test_cubin_sm_for_every_toolchain(tool, target, abi):
-    from ptxforge import kernels
-    from ptxforge.emit import emit
+    from ptxforge.dsl import kernels
+    from ptxforge.ptx.emit import emit
 
     if tool == "nvjitlink":
         backend, version = "nvjitlink", (8, 8)

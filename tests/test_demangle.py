@@ -1,4 +1,4 @@
-"""ptxforge.demangle: Itanium C++ names as c++filt prints them, and never an exception.
+"""ptxforge.ptx.demangle: Itanium C++ names as c++filt prints them, and never an exception.
 
 Names come from CUDA C++ compiled with NVRTC (``tests/data/cu/names.cu``: templates, namespaces,
 an operator, a lambda, a ``__shared__`` array in a template) and from a table of constructs
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.demangle import demangle, demangle_function
-from ptxforge.parse import parse
+from ptxforge.ptx.demangle import demangle, demangle_function
+from ptxforge.ptx.parse import parse
 
 from corpus_util import compile_cu
 
@@ -210,6 +210,6 @@ def test_same_as_cxxfilt():
 
 
 def test_doctests():
-    module = importlib.import_module("ptxforge.demangle")  # ptxforge.demangle is the function
+    module = importlib.import_module("ptxforge.ptx.demangle")  # ptxforge.ptx.demangle is the function
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted >= 3

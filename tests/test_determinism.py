@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import hashlib, sys
-from ptxforge import kernels, types as T
-from ptxforge.builder import ModuleBuilder
-from ptxforge.emit import emit
+from ptxforge.dsl import kernels
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import ModuleBuilder
+from ptxforge.ptx.emit import emit
 parts = [emit(kernels.saxpy(target="sm_90")), emit(kernels.block_reduce_sum(block=128)),
          emit(kernels.sgemm_tiled(tile=8), line_info=True), emit(kernels.modadd256())]
 mb = ModuleBuilder()

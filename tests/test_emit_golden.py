@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from ptxforge import kernels
-from ptxforge import types as T
-from ptxforge.builder import KernelBuilder, ModuleBuilder
-from ptxforge.emit import emit
+from ptxforge.dsl import kernels
+from ptxforge.ptx import types as T
+from ptxforge.dsl.builder import KernelBuilder, ModuleBuilder
+from ptxforge.ptx.emit import emit
 
 HEADER = """\
     //

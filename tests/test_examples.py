@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxforge.device import gpu_unavailable_reason
+from ptxforge.launch.device import gpu_unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = gpu_unavailable_reason()
@@ -45,7 +45,8 @@ def test_example_without_gpu_explains_and_exits_zero(script, entry):
 
 @without_gpu
 def test_example_ptx_size_is_the_emitted_size():
-    from ptxforge import emit, kernels
+    from ptxforge import emit
+    from ptxforge.dsl import kernels
 
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "saxpy.py")],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -208,8 +209,9 @@ def test_bench_cuda_sgemm_is_the_same_algorithm(target):
     FMAs unrolled in both, no .nc loads in either; and ptxas accepts both."""
     from bench_gpu import SGEMM_CUDA_PARAMS, sgemm_cuda_ptx, with_ptx_version
 
-    from ptxforge import emit, kernels, parse
-    from ptxforge.compile import compile_ptx
+    from ptxforge import emit, parse
+    from ptxforge.dsl import kernels
+    from ptxforge.toolchain.compile import compile_ptx
 
     ours = emit(kernels.sgemm_tiled(tile=16, target=target))
     theirs = sgemm_cuda_ptx(target, 16)

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxforge import DeviceError, LaunchError, emit, ir, types
+from ptxforge import DeviceError, LaunchError, emit
+from ptxforge.ptx import ir, types
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +34,7 @@ if str(EXAMPLES) not in sys.path:
 
 @pytest.fixture(scope="module")
 def info():
-    from ptxforge.device import device_info
+    from ptxforge.launch.device import device_info
 
     return device_info(0)
 
@@ -50,7 +51,7 @@ def _build(factory, info, **kwargs):
 
 @pytest.fixture(scope="module")
 def modules(info):
-    from ptxforge import kernels
+    from ptxforge.dsl import kernels
 
     return {
         "saxpy": _build(kernels.saxpy, info),
@@ -62,7 +63,7 @@ def modules(info):
 
 @pytest.fixture(scope="module")
 def loaded(modules):
-    from ptxforge.launch import load
+    from ptxforge.launch.loader import load
 
     out = {name: load(module)[name] for name, module in modules.items()}
     yield out
@@ -73,7 +74,7 @@ def loaded(modules):
 @pytest.fixture(scope="module")
 def nvjitlink_stats(modules, info):
     """nvJitLink (ptxas) for the device's own sm_XY: {name: KernelStats}, and the cubins."""
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     compiled = {name: compile_ptx(module, info.target, backend="nvjitlink")
                 for name, module in modules.items()}
@@ -86,7 +87,7 @@ def nvjitlink_stats(modules, info):
 def test_saxpy_matches_numpy(loaded, n):
     from saxpy import check_saxpy
 
-    from ptxforge.device import DeviceArray
+    from ptxforge.launch.device import DeviceArray
 
     rng = np.random.default_rng(n)
     x = rng.standard_normal(n, dtype=np.float32)
@@ -155,8 +156,8 @@ def test_every_parameter_reaches_the_kernel_byte_for_byte(info):
     space must equal ptxforge's packed buffer (layout, sizes, conversion, endianness)."""
     from test_launch_args import ECHO_ARGS, ECHO_PARAMS, echo_kernel_ptx
 
-    from ptxforge.args import pack_param_buffer, param_layout
-    from ptxforge.launch import load
+    from ptxforge.launch.args import pack_param_buffer, param_layout
+    from ptxforge.launch.loader import load
 
     cc = info.compute_capability
     target = "sm_80" if cc >= (8, 0) else f"sm_{cc[0]}{cc[1]}"
@@ -174,7 +175,7 @@ def test_every_parameter_reaches_the_kernel_byte_for_byte(info):
 def test_driver_param_layout_matches_ours(loaded, modules):
     """cuFuncGetParamInfo (through cuda.core's Kernel.arguments_info) vs param_layout."""
     core = pytest.importorskip("cuda.core")
-    from ptxforge.args import param_layout
+    from ptxforge.launch.args import param_layout
 
     core.Device(0).set_current()
     for name, module in modules.items():
@@ -189,7 +190,7 @@ def test_driver_param_layout_matches_ours(loaded, modules):
 
 
 def test_device_array_roundtrip_and_no_copy_launch(loaded):
-    from ptxforge.device import DeviceArray
+    from ptxforge.launch.device import DeviceArray
 
     n = 4096
     x = np.arange(n, dtype=np.float32)
@@ -201,7 +202,7 @@ def test_device_array_roundtrip_and_no_copy_launch(loaded):
 
 def test_launch_on_a_cuda_core_stream(loaded):
     core = pytest.importorskip("cuda.core")
-    from ptxforge.device import DeviceArray
+    from ptxforge.launch.device import DeviceArray
 
     dev = core.Device(0)
     dev.set_current()
@@ -216,7 +217,7 @@ def test_launch_on_a_cuda_core_stream(loaded):
 def test_cuda_core_buffers_through_dlpack(loaded):
     """A real DLPack producer: cuda.core Buffers passed without copies."""
     core = pytest.importorskip("cuda.core")
-    from ptxforge.device import check, driver
+    from ptxforge.launch.device import check, driver
 
     dev = core.Device(0)
     dev.set_current()
@@ -241,7 +242,7 @@ def test_cuda_core_buffers_through_dlpack(loaded):
 def test_cuda_core_launch_of_the_same_ptx_agrees(loaded, modules):
     """cuda.core as an independent launcher of ptxforge's PTX: the same bits come out."""
     core = pytest.importorskip("cuda.core")
-    from ptxforge.device import DeviceArray
+    from ptxforge.launch.device import DeviceArray
 
     dev = core.Device(0)
     dev.set_current()
@@ -302,7 +303,7 @@ def test_dynamic_shared_memory_above_the_default_limit(loaded, info):
 
 
 def test_target_newer_than_device_is_refused(info):
-    from ptxforge.launch import load
+    from ptxforge.launch.loader import load
 
     major = info.compute_capability[0] + 1
     text = f".version 8.0\n.target sm_{major}0\n.address_size 64\n"
@@ -311,8 +312,8 @@ def test_target_newer_than_device_is_refused(info):
 
 
 def test_timing_is_plausible(loaded, info):
-    from ptxforge.device import DeviceArray
-    from ptxforge.timing import time_launch
+    from ptxforge.launch.device import DeviceArray
+    from ptxforge.launch.timing import time_launch
 
     n = 1 << 24
     with DeviceArray.zeros(n, np.float32) as xd, DeviceArray.zeros(n, np.float32) as yd:
@@ -334,7 +335,7 @@ def _nvjitlink_version() -> tuple:
 def test_driver_reports_nvjitlink_registers_for_its_cubin(modules, nvjitlink_stats, name, info):
     """The nvJitLink cubin for sm_XY of this device, loaded by the driver:
     CU_FUNC_ATTRIBUTE_NUM_REGS == nvJitLink's count (EIATTR_REGCOUNT)."""
-    from ptxforge.launch import load
+    from ptxforge.launch.loader import load
 
     nvj = _nvjitlink_version()
     if info.driver_cuda_version[0] < nvj[0]:
@@ -388,10 +389,10 @@ def _block_sizes(kernel_ir: ir.Kernel, max_threads: int) -> list:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_occupancy_calculator_matches_driver(modules, loaded, nvjitlink_stats, name, info):
-    """ptxforge.occupancy with the driver's register count and ptxas's static shared memory
+    """ptxforge.arch.occupancy with the driver's register count and ptxas's static shared memory
     vs cuOccupancyMaxActiveBlocksPerMultiprocessor, for the same block size and dynamic
     shared memory (sizes that make shared memory the limit included)."""
-    from ptxforge.occupancy import occupancy
+    from ptxforge.arch.occupancy import occupancy
 
     kernel = loaded[name]
     attrs_ = kernel.attributes
@@ -424,8 +425,8 @@ def test_benchmark_quick_mode_runs():
 
 
 def test_signature_from_parsed_ptx(info):
-    """PTX text from elsewhere: load() reads the signature with ptxforge.parse."""
-    from ptxforge.launch import load
+    """PTX text from elsewhere: load() reads the signature with ptxforge.ptx.parse."""
+    from ptxforge.launch.loader import load
 
     cc = info.compute_capability
     target = "sm_80" if cc >= (8, 0) else f"sm_{cc[0]}{cc[1]}"

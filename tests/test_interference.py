@@ -9,16 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from liveness_kit import SAMPLES, kernel
-from ptxforge import ir, types
-from ptxforge.interference import (
-    ClassScope,
-    InterferenceGraph,
-    build_interference,
-    greedy_coloring,
-    max_clique,
-    verify_coloring,
-)
-from ptxforge.liveness import CLASS_NAMES, analyze_liveness
+from ptxforge.ptx import ir, types
+from ptxforge.analysis.interference import (ClassScope, InterferenceGraph, build_interference,
+                                                 greedy_coloring, max_clique, verify_coloring)
+from ptxforge.analysis.liveness import CLASS_NAMES, analyze_liveness
 
 
 def graph_of(name_or_text: str, **kw):

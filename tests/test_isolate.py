@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.compile import compile_ptx
+from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.errors import CompileError, PtxforgeError
-from ptxforge.isolate import Crash, CompilerCrashError, WorkerPool, error_from_child
+from ptxforge.toolchain.isolate import Crash, CompilerCrashError, WorkerPool, error_from_child
 
 from compile_sources import OCTREE_WALK, nvrtc
 from crashing_backend import CrashAtCap
@@ -33,7 +33,7 @@ def test_a_child_that_dies_is_a_crash_and_the_pool_goes_on():
 
 def test_an_exception_in_the_child_comes_back_as_one():
     with WorkerPool(1) as pool:
-        kind, info = pool.run(("call", ("ptxforge.compile", "normalize_target", ("sm_61",))))
+        kind, info = pool.run(("call", ("ptxforge.toolchain.compile", "normalize_target", ("sm_61",))))
     assert kind == "raise" and info["type"] == "ptxforge.errors.PtxforgeError"
     err = error_from_child(info)
     assert type(err) is PtxforgeError and "unknown target 'sm_61'" in str(err)
@@ -72,7 +72,7 @@ def test_the_real_nvjitlink_crash_is_caught():
     except CompilerCrashError as exc:
         assert exc.crash.signal == 11
         assert str(exc).startswith("nvJitLink crashed (signal 11, SIGSEGV) at cap 24")
-        from ptxforge.backends import PtxasBackend
+        from ptxforge.toolchain.backends import PtxasBackend
         alt = PtxasBackend().for_target("sm_80")
         if alt is not None:
             assert f"hint: {alt.path} (a ptxas executable) accepts sm_80" in str(exc)

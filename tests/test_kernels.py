@@ -8,9 +8,10 @@ import random
 
 import pytest
 
-from ptxforge import ir, kernels
-from ptxforge import types as T
-from ptxforge.emit import emit
+from ptxforge.ptx import ir
+from ptxforge.dsl import kernels
+from ptxforge.ptx import types as T
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import BuildError
 
 ARCHS = ("sm_80", "sm_90")

@@ -10,15 +10,16 @@ import struct
 import numpy as np
 import pytest
 
-from ptxforge import DeviceError, LaunchError, ir, types
-from ptxforge.args import (DeviceArg, HostArg, ScalarArg, accepts_array, bind_args,
-                           check_launch_dims, convert_arg, dlpack_info, normalize_dim3,
-                           pack_param_buffer, pack_scalar, param_align, param_layout, param_size,
-                           stream_handle)
-from ptxforge.launch import (check_cubin_signatures, check_target, cubin_param_layout,
-                             module_image, ptx_target)
-from ptxforge.launch_image import cubin_target_problem
-from ptxforge.timing import Timing
+from ptxforge import DeviceError, LaunchError
+from ptxforge.ptx import ir, types
+from ptxforge.launch.args import (DeviceArg, HostArg, ScalarArg, accepts_array, bind_args,
+                                       check_launch_dims, convert_arg, dlpack_info, normalize_dim3,
+                                       pack_param_buffer, pack_scalar, param_align, param_layout,
+                                       param_size, stream_handle)
+from ptxforge.launch.loader import (check_cubin_signatures, check_target, cubin_param_layout,
+                                         module_image, ptx_target)
+from ptxforge.launch.image import cubin_target_problem
+from ptxforge.launch.timing import Timing
 
 SAXPY_PARAMS = (
     ir.Param("n", types.u32),
@@ -204,9 +205,9 @@ def ptxas_layouts():
     """60 kernels with random parameter lists, compiled once by ptxas (nvJitLink, no GPU)."""
     import random
 
-    from ptxforge.compile import compile_ptx
-    from ptxforge.cubin import read_cubin
-    from ptxforge.emit import emit
+    from ptxforge.toolchain.compile import compile_ptx
+    from ptxforge.toolchain.cubin import read_cubin
+    from ptxforge.ptx.emit import emit
 
     rnd = random.Random(20240601)
     sigs = {f"k{j}": _random_params(rnd, rnd.randint(1, 12)) for j in range(60)}
@@ -246,8 +247,8 @@ def test_cubin_signature_check_names_the_parameter(ptxas_layouts):
 
 
 def test_cubin_target_rule():
-    from ptxforge.compile import compile_ptx
-    from ptxforge.emit import emit
+    from ptxforge.toolchain.compile import compile_ptx
+    from ptxforge.ptx.emit import emit
 
     cubin = compile_ptx(emit(MODULE), "sm_80", backend="nvjitlink").cubin
     assert cubin_target_problem(cubin, (8, 0)) is None
@@ -416,7 +417,7 @@ def test_cuda_array_for_scalar_param_names_it():
 
 # --- DLPack ---------------------------------------------------------------------------------
 
-from ptxforge.arrays import _DLManagedTensor, _DLManagedTensorVersioned  # noqa: E402
+from ptxforge.launch.arrays import _DLManagedTensor, _DLManagedTensorVersioned  # noqa: E402
 
 _PyCapsule_New = ctypes.pythonapi.PyCapsule_New
 _PyCapsule_New.restype = ctypes.py_object
@@ -648,14 +649,14 @@ def test_module_image_from_bytes_and_text():
 
 
 def test_module_image_reads_signatures_of_ptx_text():
-    from ptxforge.emit import emit
+    from ptxforge.ptx.emit import emit
 
     image = module_image(emit(MODULE))
     assert image.signatures == {"saxpy": SAXPY_PARAMS} and image.signature_error is None
     bad = module_image(".version 8.0\n.target sm_80\n.address_size 64\n"
                        ".visible .entry k(.param .u33 n)\n{ ret; }\n")
     assert bad.signatures == {} and bad.signature_error.startswith(
-        "ptxforge.parse could not read the PTX: <ptx>:4:26: unknown type .u33")
+        "ptxforge.ptx.parse could not read the PTX: <ptx>:4:26: unknown type .u33")
 
 
 def test_ptx_target_and_device_checks():
@@ -693,7 +694,7 @@ def test_timing_validation():
 # --- without a driver -----------------------------------------------------------------------
 
 def _driver_missing() -> bool:
-    from ptxforge.device import gpu_unavailable_reason
+    from ptxforge.launch.device import gpu_unavailable_reason
 
     return gpu_unavailable_reason() is not None
 
@@ -701,7 +702,7 @@ def _driver_missing() -> bool:
 @pytest.mark.skipif(not _driver_missing(), reason="a GPU and driver are present here")
 def test_load_without_driver_says_what_is_missing():
     import ptxforge
-    from ptxforge.launch import load
+    from ptxforge.launch.loader import load
 
     for attempt in (load, ptxforge.load, load):            # the same answer every time
         with pytest.raises(DeviceError) as info:
@@ -718,7 +719,7 @@ def test_import_ptxforge_needs_no_driver():
     import subprocess
     import sys
 
-    code = ("import sys, ptxforge, ptxforge.launch, ptxforge.timing, ptxforge.device; "
+    code = ("import sys, ptxforge, ptxforge.launch.loader, ptxforge.launch.timing, ptxforge.launch.device; "
             "print('cuda.bindings.driver' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -728,7 +729,7 @@ def test_import_ptxforge_needs_no_driver():
 def test_missing_cuda_bindings_is_a_device_error(monkeypatch):
     import builtins
 
-    import ptxforge.device as device_mod
+    import ptxforge.launch.device as device_mod
 
     real_import = builtins.__import__
 
@@ -745,8 +746,8 @@ def test_missing_cuda_bindings_is_a_device_error(monkeypatch):
 
 @pytest.mark.skipif(not _driver_missing(), reason="a GPU and driver are present here")
 def test_device_array_and_timing_without_driver_raise_device_error():
-    from ptxforge.device import DeviceArray, device_info
-    from ptxforge.timing import benchmark
+    from ptxforge.launch.device import DeviceArray, device_info
+    from ptxforge.launch.timing import benchmark
 
     with pytest.raises(DeviceError):
         DeviceArray.empty(4, np.float32)
@@ -757,7 +758,7 @@ def test_device_array_and_timing_without_driver_raise_device_error():
 
 
 def test_bad_timing_counts_fail_before_touching_the_driver():
-    from ptxforge.timing import benchmark
+    from ptxforge.launch.timing import benchmark
 
     with pytest.raises(LaunchError, match="repeat must be an int >= 1"):
         benchmark(lambda s: None, repeat=0)
@@ -801,8 +802,8 @@ def echo_kernel_ptx(target: str = "sm_80", version: str = "7.0") -> str:
 
 
 def test_echo_kernel_is_accepted_by_ptxas_with_our_layout():
-    from ptxforge.compile import compile_ptx
-    from ptxforge.parse import parse
+    from ptxforge.toolchain.compile import compile_ptx
+    from ptxforge.ptx.parse import parse
 
     ptx = echo_kernel_ptx()
     assert parse(ptx).entries[0].params == ECHO_PARAMS

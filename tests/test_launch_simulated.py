@@ -27,11 +27,13 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as REAL_DRIVER   # kept: the fixture replaces the module attribute
 
-import ptxforge.device as device_mod
-from ptxforge import DeviceError, LaunchError, emit, ir, kernels, parse, types
-from ptxforge.args import pack_param_buffer, param_layout
-from ptxforge.launch import cubin_param_layout, load
-from ptxforge.timing import benchmark, time_launch
+import ptxforge.launch.device as device_mod
+from ptxforge import DeviceError, LaunchError, emit, parse
+from ptxforge.ptx import ir, types
+from ptxforge.dsl import kernels
+from ptxforge.launch.args import pack_param_buffer, param_layout
+from ptxforge.launch.loader import cubin_param_layout, load
+from ptxforge.launch.timing import benchmark, time_launch
 
 SAXPY = kernels.saxpy(target="sm_80")
 SAXPY_PARAMS = SAXPY.kernel("saxpy").params
@@ -66,14 +68,14 @@ def _arity(name: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _cubin(ptx: bytes, sm: str) -> bytes:
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     return compile_ptx(ptx.rstrip(b"\0").decode(), sm, backend="nvjitlink").cubin
 
 
 class FakeFunction:
     def __init__(self, name: str, cubin: bytes):
-        from ptxforge.cubin import read_cubin
+        from ptxforge.toolchain.cubin import read_cubin
 
         self.name = name
         self.layout = cubin_param_layout(cubin, name)
@@ -336,7 +338,7 @@ def test_load_keeps_jit_log_and_signatures(fake):
     assert mod.names == ("saxpy",) and "saxpy" in mod
     assert mod["saxpy"].params == SAXPY_PARAMS
     assert mod["saxpy"] is mod["saxpy"]
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
     assert mod["saxpy"].num_regs == compile_ptx(SAXPY, "sm_80", backend="nvjitlink")["saxpy"].registers
     # the signature was checked against the driver's layout, parameter by parameter
     assert len(_called(fake, "cuFuncGetParamInfo")) == 4
@@ -589,7 +591,7 @@ def test_packed_param_bytes_reach_the_driver(fake):
 # --- DeviceArray --------------------------------------------------------------------------------
 
 def test_device_array_round_trip_and_interface(fake):
-    from ptxforge.device import DeviceArray
+    from ptxforge.launch.device import DeviceArray
 
     host = np.arange(6, dtype=np.float32).reshape(2, 3)
     with DeviceArray.from_host(host) as d:

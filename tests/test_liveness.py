@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
 from liveness_kit import SAMPLES, kernel, ptx
-from ptxforge import ir, types
-from ptxforge.cfg import build_cfg
-from ptxforge.liveness import CLASS_NAMES, analyze_liveness, bits_of, mask_of
-from ptxforge.testing import modules
+from ptxforge.ptx import ir, types
+from ptxforge.analysis.cfg import build_cfg
+from ptxforge.analysis.liveness import CLASS_NAMES, analyze_liveness, bits_of, mask_of
+from ptxforge.testing.strategies import modules
 
 
 def lv_of(name_or_text: str):
@@ -219,7 +219,7 @@ def test_sample_kernels_are_valid_ptx(name, ptxas_accepts):
 def reference(k: ir.Kernel):
     """Per instruction: the register names live before, after and at it, and the backward-live
     and maybe-defined sets before and after it; by iterating the point-level equations of the
-    definitions (ptxforge.liveness) over the CFG until nothing changes."""
+    definitions (ptxforge.analysis.liveness) over the CFG until nothing changes."""
     cfg = build_cfg(k)
     insts = cfg.instructions
     n = len(insts)

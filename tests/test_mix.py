@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from ptxforge.mix import format_mix, instruction_mix, mix_to_json, module_mix
-from ptxforge.parse import parse
+from ptxforge.analysis.mix import format_mix, instruction_mix, mix_to_json, module_mix
+from ptxforge.ptx.parse import parse
 
 from corpus_util import corpus_ptx
 
@@ -131,7 +131,7 @@ def test_corpus_weno_selp_matches_an_independent_text_count():
 def test_analyze_selp_table_means_what_the_json_means():
     # By hand (see test_snippet_selp_breakdown_by_hand): 7 selp, 2 two-literal, 4 literal and
     # register of which 3 zero-clip, 1 two-register; f64: 1, 3 (2), 1; b32: 1, 0, 0; s32: 0, 1 (1).
-    from ptxforge.analysis import analyze_ptx
+    from ptxforge.reports.analyze import analyze_ptx
 
     k = analyze_ptx(SNIPPET, compile=False).kernels[0]
     text = k.to_text()

@@ -3,7 +3,7 @@
 import pytest
 
 from ptxforge.errors import PtxforgeError
-from ptxforge.occupancy import arch_props, occupancy, register_cliffs
+from ptxforge.arch.occupancy import arch_props, occupancy, register_cliffs
 
 
 def test_v100_255_registers_one_block():
@@ -106,7 +106,7 @@ def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
 
 
 def test_unknown_arch_reason():
-    from ptxforge.occupancy import unknown_arch_reason
+    from ptxforge.arch.occupancy import unknown_arch_reason
 
     assert unknown_arch_reason("sm_90a") is None
     assert "no occupancy table for sm_110" in unknown_arch_reason("sm_110")

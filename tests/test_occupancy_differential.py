@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.occupancy import ARCHS, occupancy
+from ptxforge.arch.occupancy import ARCHS, occupancy
 
 
 def _header():

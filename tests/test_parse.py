@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ptxforge import ir, types
-from ptxforge.emit import emit
-from ptxforge.parse import parse, parse_file
+from ptxforge.ptx import ir, types
+from ptxforge.ptx.emit import emit
+from ptxforge.ptx.parse import parse, parse_file
 
 from corpus_util import VARIANTS, corpus_ptx, corpus_sources
 

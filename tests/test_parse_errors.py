@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ptxforge.errors import ParseError
-from ptxforge.parse import parse
+from ptxforge.ptx.parse import parse
 
 GOOD = """.version 8.0
 .target sm_80

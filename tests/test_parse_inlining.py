@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge import ir
-from ptxforge.attribution import attribute_registers, callsite, describe_loc
-from ptxforge.emit import emit
-from ptxforge.liveness import analyze_liveness
-from ptxforge.parse import parse
+from ptxforge.ptx import ir
+from ptxforge.analysis.attribution import attribute_registers, callsite, describe_loc
+from ptxforge.ptx.emit import emit
+from ptxforge.analysis.liveness import analyze_liveness
+from ptxforge.ptx.parse import parse
 
 from corpus_util import compile_cu
 
@@ -102,8 +102,8 @@ def test_chains_agree_with_what_ptxas_recorded():
     """Every inlining chain in the cubin's line table (ptxas resolved the same .loc directives;
     nvdisasm -gi prints a SASS instruction's frames innermost first, one per line) is a chain
     the parser built."""
-    from ptxforge.compile import CompileOptions, compile_ptx
-    from ptxforge.sass import find_nvdisasm
+    from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+    from ptxforge.toolchain.sass import find_nvdisasm
 
     nvdisasm = find_nvdisasm()
     if nvdisasm is None:

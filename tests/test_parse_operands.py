@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge import ir
-from ptxforge.emit import emit
+from ptxforge.ptx import ir
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import ParseError
-from ptxforge.liveness import analyze_liveness
-from ptxforge.parse import parse
+from ptxforge.analysis.liveness import analyze_liveness
+from ptxforge.ptx.parse import parse
 
 from corpus_util import compile_cu
 
@@ -40,7 +40,7 @@ def textures_ptx(arch: str = "sm_80") -> str:
 
 
 def ptxas_registers(text: str, arch: str) -> dict:
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     return {k.name: k.registers for k in compile_ptx(text, arch, backend="nvjitlink")}
 

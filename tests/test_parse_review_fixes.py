@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 import ptxforge
-from ptxforge import ir, types
-from ptxforge.emit import emit
+from ptxforge.ptx import ir, types
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import CompileError, ParseError
-from ptxforge.parse import parse
+from ptxforge.ptx.parse import parse
 
 HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
 

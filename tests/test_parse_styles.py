@@ -36,7 +36,7 @@ def test_julia_style_parses_stack_registers_and_call_sequences():
 @pytest.mark.parametrize("name,arch,backend", [("triton_style", "sm_90a", "nvjitlink"),
                                                ("julia_style", "sm_70", "ptxas")])
 def test_styles_round_trip_to_the_same_ptxas_figures(name, arch, backend):
-    from ptxforge import backend_status
+    from ptxforge.toolchain.compile import backend_status
 
     if backend == "ptxas" and not backend_status().get("ptxas", (False,))[0]:
         pytest.skip("no ptxas executable for sm_70 (pip install nvidia-cuda-nvcc-cu12)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from liveness_kit import SAMPLES, inst, kernel
-from ptxforge import ir, types
-from ptxforge.pressure import SCHEMA, analyze_module, analyze_pressure, sparkline
+from ptxforge.ptx import ir, types
+from ptxforge.analysis.pressure import SCHEMA, analyze_module, analyze_pressure, sparkline
 
 
 def report_of(name: str, **kw):
@@ -159,8 +159,9 @@ def test_empty_kernel_and_module():
 def test_analyze_pressure_names_what_it_was_given_instead_of_a_kernel():
     import pytest
 
-    from ptxforge import KernelBuilder, PtxforgeError, kernels
-    from ptxforge.pressure import analyze_pressure
+    from ptxforge import KernelBuilder, PtxforgeError
+    from ptxforge.dsl import kernels
+    from ptxforge.analysis.pressure import analyze_pressure
 
     with pytest.raises(PtxforgeError, match=r"got an ir.Module; pick one .* \(it has: saxpy\)"):
         analyze_pressure(kernels.saxpy())
@@ -171,8 +172,10 @@ def test_analyze_pressure_names_what_it_was_given_instead_of_a_kernel():
 
 
 def test_a_report_is_an_estimate_for_compare():
-    from ptxforge import compare, compile_ptx, emit, kernels
-    from ptxforge.pressure import analyze_pressure
+    from ptxforge.reports.estimate import compare
+    from ptxforge import compile_ptx, emit
+    from ptxforge.dsl import kernels
+    from ptxforge.analysis.pressure import analyze_pressure
 
     module = kernels.saxpy()
     report = analyze_pressure(module.kernels[0])
@@ -205,7 +208,7 @@ _LINE0_PTX = """.version 8.0
 def test_line_zero_is_compiler_generated_not_a_source_line():
     """``.loc 1 0 0`` marks code without a source line: the value's location reads
     ``(compiler-generated)`` (not ``k.cu:0``) and its source group has no file or line."""
-    from ptxforge.parse import parse
+    from ptxforge.ptx.parse import parse
 
     peak = analyze_pressure(parse(_LINE0_PTX).kernels[0]).peak
     assert {v.name: v.loc for v in peak.values} == {

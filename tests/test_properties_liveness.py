@@ -14,12 +14,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
-from ptxforge import ir
-from ptxforge.compile import compile_ptx
-from ptxforge.interference import build_interference, greedy_coloring, verify_coloring
-from ptxforge.liveness import CLASS_NAMES, analyze_liveness
-from ptxforge.pressure import analyze_pressure
-from ptxforge.testing import KernelRecipe, ModuleRecipe, generated, module_recipes, modules
+from ptxforge.ptx import ir
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.analysis.interference import build_interference, greedy_coloring, verify_coloring
+from ptxforge.analysis.liveness import CLASS_NAMES, analyze_liveness
+from ptxforge.analysis.pressure import analyze_pressure
+from ptxforge.testing.strategies import (KernelRecipe, ModuleRecipe, generated, module_recipes,
+                                              modules)
 
 _SHAPE = dict(max_ops=24, max_kernels=2, max_funcs=1)
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
-from ptxforge.occupancy import ARCHS, occupancy
+from ptxforge.arch.occupancy import ARCHS, occupancy
 
 _ARCH = st.sampled_from(sorted(ARCHS))
 _REGS = st.integers(0, 255)

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
-from ptxforge.emit import emit
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import ParseError
-from ptxforge.parse import parse
-from ptxforge.testing import build_module, module_recipes, modules
+from ptxforge.ptx.parse import parse
+from ptxforge.testing.strategies import build_module, module_recipes, modules
 
 _SHAPE = dict(max_ops=24, max_kernels=3, max_funcs=2)
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import example, given
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profiles)
-from ptxforge import isa
-from ptxforge.builder import KernelBuilder, ModuleBuilder
-from ptxforge.compile import compile_ptx, get_backend
+from ptxforge.ptx import isa
+from ptxforge.dsl.builder import KernelBuilder, ModuleBuilder
+from ptxforge.toolchain.compile import compile_ptx, get_backend
 from ptxforge.errors import BackendUnavailableError, BuildError, CompileError, PtxforgeError
-from ptxforge.testing import (FuncRecipe, KernelRecipe, ModuleRecipe, excluded_ops, generated, modules,
-                              op_keys)
+from ptxforge.testing.strategies import (FuncRecipe, KernelRecipe, ModuleRecipe, excluded_ops,
+                                              generated, modules, op_keys)
 
 _SHAPE = dict(max_ops=20, max_kernels=4, max_funcs=2)
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.ptxas_log import parse_ptxas_log
+from ptxforge.toolchain.ptxas_log import parse_ptxas_log
 
 LOGS = Path(__file__).parent / "data" / "ptxas_logs"
 
@@ -97,7 +97,7 @@ def test_device_functions_of_a_real_log_are_functions_with_their_frames():
     # nvJitLink 13.5 prints 'Function properties for F' (frame and spills) for a device
     # function, with no 'Compiling' line and no 'Used N registers' of its own
     from compile_sources import CALLS, nvrtc
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     parsed = compile_ptx(nvrtc(CALLS, "calls"), "sm_80", backend="nvjitlink").ptxas_log
     kinds = {f.name: f.kind for f in parsed.functions}
@@ -111,7 +111,7 @@ def test_device_functions_of_a_real_log_are_functions_with_their_frames():
 
 def test_an_unbounded_stack_is_a_warning():
     from corpus_util import corpus_ptx
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     parsed = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").ptxas_log
     assert [d.message for d in parsed.warnings] == [

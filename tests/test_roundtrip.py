@@ -6,15 +6,15 @@ import functools
 
 import pytest
 
-from ptxforge.emit import emit
-from ptxforge.parse import parse
+from ptxforge.ptx.emit import emit
+from ptxforge.ptx.parse import parse
 
 from corpus_util import VARIANTS, corpus_ptx, corpus_sources
 
 
 @functools.lru_cache(maxsize=None)
 def _stats(ptx: str, arch: str) -> dict:
-    from ptxforge.compile import compile_ptx
+    from ptxforge.toolchain.compile import compile_ptx
 
     compiled = compile_ptx(ptx, arch, backend="nvjitlink")
     return {k.name: (k.registers, k.spill_stores, k.spill_loads, k.stack_frame) for k in compiled}
@@ -56,8 +56,8 @@ def test_roundtrip_keeps_spills_and_stack():
 def test_roundtrip_bit_ops(arch):
     """Every bit-twiddling catalogue form (prmt, lop3, shf, dp4a, szext, testp, ...), plain and
     guarded, survives parse -> emit unchanged, and ptxas compiles it."""
-    from ptxforge._testing_bits import bit_entries
-    from ptxforge.testing import KernelRecipe, ModuleRecipe, generated
+    from ptxforge.testing.bits import bit_entries
+    from ptxforge.testing.strategies import KernelRecipe, ModuleRecipe, generated
 
     keys = [e.key for e in bit_entries()]
     steps = tuple(("op", key, (k, k + 1, k + 2, k + 3), k if k % 3 == 0 else None)

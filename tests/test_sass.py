@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge import kernels
-from ptxforge._sass_parse import parse_life_ranges, parse_line_annotations
-from ptxforge.compile import compile_ptx
-from ptxforge.emit import emit
+from ptxforge.dsl import kernels
+from ptxforge.toolchain.sass_listing import parse_life_ranges, parse_line_annotations
+from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.ptx.emit import emit
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
-from ptxforge.sass import (NVDISASM_ENV, find_nvdisasm, nvdisasm_version, parse_sass,
-                           sass_liveness)
-from ptxforge.sass_report import RESERVED, sass_report
+from ptxforge.toolchain.sass import (NVDISASM_ENV, find_nvdisasm, nvdisasm_version, parse_sass,
+                                          sass_liveness)
+from ptxforge.reports.sass import RESERVED, sass_report
 
 from corpus_util import corpus_ptx, corpus_sources
 from cli_util import run
@@ -302,7 +302,7 @@ def test_known_structure_peak(n, arch):
 
 @pytest.mark.parametrize("cap", [24, 32, 40])
 def test_a_cap_bounds_span_and_peak(cap):
-    from ptxforge.compile import CompileOptions
+    from ptxforge.toolchain.compile import CompileOptions
 
     r = sass_report(corpus_ptx("pressure", "sm_80", True), "sm_80",
                     options=CompileOptions(max_registers=cap), kernel="live_window")

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from ptxforge.sweep import default_caps, sweep
+from ptxforge.toolchain.sweep import default_caps, sweep
 
 PTX = (Path(__file__).parent / "data" / "ptx" / "pressure.ptx").read_text()
 
@@ -65,7 +65,7 @@ def test_a_file_of_functions_only_says_so_and_names_them():
 
 
 def test_unknown_occupancy_target_sweeps_with_generic_caps():
-    from ptxforge.sweep import GENERIC_CAPS
+    from ptxforge.toolchain.sweep import GENERIC_CAPS
 
     assert default_caps("sm_110", 256) == GENERIC_CAPS
     s = sweep(PTX, target="sm_110", block_size=256, caps=(64,))
@@ -79,8 +79,8 @@ def test_unknown_occupancy_target_sweeps_with_generic_caps():
 
 import pytest  # noqa: E402
 
-from ptxforge.backends import PtxasBackend  # noqa: E402
-from ptxforge.compile import compile_ptx  # noqa: E402
+from ptxforge.toolchain.backends import PtxasBackend  # noqa: E402
+from ptxforge.toolchain.compile import compile_ptx  # noqa: E402
 
 from compile_sources import CALLS, LIVE64, MMA_AND_COPY, OCTREE_WALK, nvrtc  # noqa: E402
 from crashing_backend import CrashAtCap  # noqa: E402

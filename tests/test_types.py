@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ptxforge import types as T
+from ptxforge.ptx import types as T
 from ptxforge.errors import PtxTypeError
 
 

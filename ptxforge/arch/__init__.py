@@ -1,0 +1,4 @@
+"""The GPU targets: the one target registry (:mod:`.targets`) and the occupancy calculator (:mod:`.occupancy`).
+
+A shared basic: every wing may import it; it imports only :mod:`ptxforge.errors`.
+"""

@@ -1,0 +1,410 @@
+"""Occupancy with the semantics of NVIDIA's ``cuda_occupancy.h``, plus register cliffs.
+
+The calculation follows the header's model step by step:
+
+* **registers**: a warp's registers (``regs × 32``) are rounded up to the 256-register
+  allocation unit; each of the SM's 4 sub-partitions holds ``regs_per_sm / 4`` registers, so
+  it fits ``floor((regs_per_sm / 4) / regs_per_warp)`` warps; the SM fits 4 times that many
+  warps, and ``that // warps_per_block`` blocks.  A block whose registers (with its warps
+  rounded up to a multiple of 4) exceed ``regs_per_block`` cannot launch at all.
+* **warps**: ``max_threads_per_sm / 32 // warps_per_block``; 0 when the block is too big.
+* **blocks**: the per-architecture maximum of resident blocks.
+* **shared memory**: static + dynamic + the 1 KB the driver reserves per block on 8.0+,
+  rounded up to the allocation unit (256 B on 7.x, 128 B on 8.0+), against the carveout the
+  driver picks (the preferred carveout, or the smallest supported one that fits a block).
+* **barriers** (9.0+): ``blocks_limit × (1 or 2) // barriers per block``.
+
+Example::
+
+    >>> occupancy(255, 256, "sm_70").active_blocks
+    1
+    >>> round(occupancy(51, 256, "8.6").occupancy, 3)
+    0.667
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Union
+
+import attrs
+
+from ptxforge.errors import PtxforgeError
+
+__all__ = ["ArchProps", "ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
+           "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table"]
+
+INT_MAX = 2**31 - 1
+KB = 1024
+
+
+@attrs.frozen(slots=True)
+class ArchProps:
+    """The per-compute-capability properties the calculator needs (cudaDeviceProp subset)."""
+
+    major: int
+    minor: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    regs_per_block: int
+    regs_per_sm: int
+    shared_per_block: int           # default per-block limit (48 KB)
+    shared_per_sm: int              # the largest carveout
+    shared_per_block_optin: int
+    reserved_shared_per_block: int  # 1 KB on 8.0+
+    max_blocks_per_sm: int
+    carveouts_kb: tuple             # supported shared-memory carveouts, KB
+    warp_size: int = 32
+    sub_partitions: int = 4
+    reg_alloc_unit: int = 256
+    max_regs_per_thread: int = 255
+
+    @property
+    def cc(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+    @property
+    def smem_alloc_unit(self) -> int:
+        return 256 if self.major < 8 else 128
+
+    @property
+    def barrier_factor(self) -> int:
+        """Barriers available per resident-block slot (9.0+ only enter the calculation)."""
+        if self.major == 8:
+            return 2 if self.minor == 0 else 1
+        if self.major == 10:
+            return 2 if self.minor == 0 else 1
+        if self.major == 12:
+            return 1
+        return 2
+
+
+def _props(major, minor, threads_sm, smem_sm_kb, max_blocks, carveouts, reserved):
+    return ArchProps(major, minor, 1024, threads_sm, 65536, 65536, 48 * KB, smem_sm_kb * KB,
+                     (smem_sm_kb - (1 if reserved else 0)) * KB, KB if reserved else 0,
+                     max_blocks, tuple(carveouts))
+
+
+_VOLTA = (0, 8, 16, 32, 64, 96)
+_A100 = (0, 8, 16, 32, 64, 100, 132, 164)
+_GA10X = (0, 8, 16, 32, 64, 100)
+_H100 = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+
+#: Properties of the supported compute capabilities (NVIDIA CUDA C++ Programming Guide,
+#: "Compute Capabilities" table; carveouts and block limits as cuda_occupancy.h models them).
+ARCHS: dict = {
+    "7.0": _props(7, 0, 2048, 96, 32, _VOLTA, False),
+    "7.2": _props(7, 2, 2048, 96, 32, _VOLTA, False),
+    "7.5": _props(7, 5, 1024, 64, 16, (32, 64), False),
+    "8.0": _props(8, 0, 2048, 164, 32, _A100, True),
+    "8.6": _props(8, 6, 1536, 100, 16, _GA10X, True),
+    "8.7": _props(8, 7, 1536, 164, 16, _A100, True),
+    "8.9": _props(8, 9, 1536, 100, 24, _GA10X, True),
+    "9.0": _props(9, 0, 2048, 228, 32, _H100, True),
+    "10.0": _props(10, 0, 2048, 228, 32, _H100, True),
+    "10.3": _props(10, 3, 2048, 228, 32, _H100, True),
+    "12.0": _props(12, 0, 1536, 100, 24, _GA10X, True),
+    "12.1": _props(12, 1, 1536, 100, 24, _GA10X, True),
+}
+
+
+def arch_props(arch: Union[str, int, ArchProps]) -> ArchProps:
+    """Properties for ``"sm_86"``, ``"sm_90a"``, ``"8.6"``, ``86`` or an :class:`ArchProps`."""
+    if isinstance(arch, ArchProps):
+        return arch
+    s = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)([af]?)", s)
+    if m:
+        digits = m.group(1)
+        key = f"{digits[:-1]}.{digits[-1]}"
+    else:
+        key = s
+    if key not in ARCHS:
+        raise PtxforgeError(f"occupancy: unknown architecture {arch!r}; expected one of "
+                            f"{', '.join('sm_' + k.replace('.', '') for k in ARCHS)}")
+    return ARCHS[key]
+
+
+def unknown_arch_reason(arch) -> Optional[str]:
+    """None when the table covers ``arch``; else why its occupancy cannot be computed.
+
+    Example::
+
+        >>> unknown_arch_reason("sm_80") is None
+        True
+    """
+    try:
+        arch_props(arch)
+    except PtxforgeError:
+        return (f"no occupancy table for {arch}: its per-SM limits (threads, registers, shared "
+                "memory) are not in ptxforge's table, which covers "
+                f"{', '.join('sm_' + k.replace('.', '') for k in ARCHS)}")
+    return None
+
+
+def _ceil_div(x: int, y: int) -> int:
+    return -(-x // y)
+
+
+def _round_up(x: int, y: int) -> int:
+    return _ceil_div(x, y) * y
+
+
+@attrs.frozen(slots=True)
+class Occupancy:
+    """Result of :func:`occupancy`.  ``limits`` maps each resource to its block limit."""
+
+    arch: str
+    registers: int
+    block_size: int
+    shared_per_block: int           # static + dynamic bytes asked for
+    active_blocks: int
+    active_warps: int
+    max_warps: int
+    occupancy: float                # active warps / max warps per SM
+    limiting: tuple                 # names of the resources that bind, e.g. ("registers",)
+    limits: dict = attrs.field(eq=False)
+    allocated_registers_per_block: int = 0
+    allocated_shared_per_block: int = 0
+    reason: Optional[str] = None    # why no block can launch (None: launchable)
+
+    @property
+    def launchable(self) -> bool:
+        """Whether one block of this shape can be resident on an SM at all."""
+        return self.active_blocks > 0
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "registers": self.registers, "block_size": self.block_size,
+                "shared_per_block": self.shared_per_block, "active_blocks": self.active_blocks,
+                "active_warps": self.active_warps, "max_warps": self.max_warps,
+                "occupancy": round(self.occupancy, 6), "limiting": list(self.limiting),
+                "limits": {k: (None if v == INT_MAX else v) for k, v in sorted(self.limits.items())},
+                "launchable": self.launchable, "reason": self.reason}
+
+
+def _smem_carveout(p: ArchProps, size: int) -> Optional[int]:
+    """Round a wanted carveout up to a supported one (None: larger than any)."""
+    for kb in p.carveouts_kb:
+        if size <= kb * KB:
+            return kb * KB
+    return None
+
+
+def _limits(p: ArchProps, regs: int, block: int, static_smem: int, dyn_smem: int,
+            barriers: int, carveout: Optional[int], max_dynamic: Optional[int]) -> tuple:
+    warps_per_block = _ceil_div(block, p.warp_size)
+    # registers
+    regs_per_warp = _round_up(regs * p.warp_size, p.reg_alloc_unit)
+    regs_block = regs_per_warp * warps_per_block
+    regs_assumed = regs_per_warp * _round_up(warps_per_block, p.sub_partitions)
+    if p.regs_per_block < regs_assumed or p.regs_per_block < regs_block or regs > 256:
+        lim_regs = 0
+    elif regs_per_warp > 0:
+        per_sub = (p.regs_per_sm // p.sub_partitions) // regs_per_warp
+        lim_regs = per_sub * p.sub_partitions // warps_per_block
+    else:
+        lim_regs = INT_MAX
+    # warps
+    lim_warps = 0 if block > p.max_threads_per_block else p.max_warps_per_sm // warps_per_block
+    lim_blocks = p.max_blocks_per_sm
+    # shared memory
+    static_total = static_smem + p.reserved_shared_per_block
+    smem_alloc = _round_up(static_total + dyn_smem, p.smem_alloc_unit)
+    max_dyn = dyn_smem if max_dynamic is None else max_dynamic
+    smem_max_use = static_total + max_dyn
+    per_block_limit = p.shared_per_block_optin if smem_max_use > p.shared_per_block \
+        else p.shared_per_block
+    per_block_limit += p.reserved_shared_per_block
+    if carveout is None:
+        preferred = p.shared_per_sm
+    else:
+        preferred = carveout * p.shared_per_sm // 100
+    preferred = _smem_carveout(p, preferred)
+    if preferred is None:  # pragma: no cover - the table's own sizes always fit
+        raise PtxforgeError(f"occupancy: carveout {carveout}% is not supported on {p.cc}")
+    if dyn_smem > max_dyn or smem_alloc > per_block_limit:
+        lim_smem = 0
+    else:
+        if preferred >= smem_alloc:
+            smem_sm = preferred
+        else:
+            smem_sm = _smem_carveout(p, smem_alloc)
+            if smem_sm is None:
+                raise PtxforgeError(f"occupancy: {smem_alloc} bytes of shared memory per block "
+                                    f"exceed every carveout of {p.cc}")
+        lim_smem = smem_sm // smem_alloc if smem_alloc > 0 else INT_MAX
+    limits = {"registers": lim_regs, "warps": lim_warps, "blocks": lim_blocks,
+              "shared_memory": lim_smem}
+    active = min(limits.values())
+    limiting = [k for k in ("warps", "registers", "shared_memory", "blocks") if limits[k] == active]
+    if p.major >= 9 and barriers > 0:
+        lim_bars = lim_blocks * p.barrier_factor // barriers
+        limits["barriers"] = lim_bars
+        if lim_bars <= active:
+            active = lim_bars
+            limiting = [k for k in limiting if limits[k] == active] + ["barriers"]
+    else:
+        limits["barriers"] = INT_MAX
+    return active, tuple(limiting), limits, regs_block, smem_alloc
+
+
+def _max_regs_for_block(p: ArchProps, block: int) -> int:
+    """The most registers per thread with which one block of ``block`` threads fits."""
+    warps = _ceil_div(block, p.warp_size)
+    for r in range(p.max_regs_per_thread, -1, -1):
+        per_warp = _round_up(r * p.warp_size, p.reg_alloc_unit)
+        if per_warp * _round_up(warps, p.sub_partitions) <= p.regs_per_block:
+            return r
+    return 0
+
+
+def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, barriers: int,
+             limits: dict, smem_alloc: int) -> str:
+    """Which resources keep even one block off the SM, with the limit and the ask."""
+    why = []
+    if block > p.max_threads_per_block:
+        why.append(f"block size: {block} threads exceed the {p.max_threads_per_block} a block "
+                   f"may have on {p.cc}")
+    elif limits["registers"] == 0:
+        per_warp = _round_up(registers * p.warp_size, p.reg_alloc_unit)
+        warps = _round_up(_ceil_div(block, p.warp_size), p.sub_partitions)
+        why.append(f"registers: {registers} registers/thread x {block} threads need "
+                   f"{per_warp * warps} registers ({per_warp} per warp x {warps} warps), more "
+                   f"than the {p.regs_per_block} one block may use on {p.cc} (at most "
+                   f"{_max_regs_for_block(p, block)} registers/thread at this block size)")
+    if limits["shared_memory"] == 0:
+        reserved = (f" + {p.reserved_shared_per_block} reserved by the driver"
+                    if p.reserved_shared_per_block else "")
+        why.append(f"shared memory: {shared + dyn} bytes per block{reserved} = {smem_alloc} "
+                   f"bytes, more than the {p.shared_per_block_optin + p.reserved_shared_per_block}"
+                   f" a block may have on {p.cc} (opt-in maximum {p.shared_per_block_optin} "
+                   "bytes)")
+    if limits.get("barriers", INT_MAX) == 0:
+        why.append(f"barriers: {barriers} barriers per block exceed the "
+                   f"{p.max_blocks_per_sm * p.barrier_factor} an SM has on {p.cc}")
+    return "; ".join(why) or "no block fits"
+
+
+def occupancy(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm_80", *,
+              shared: int = 0, dynamic_shared: int = 0, barriers: int = 1,
+              carveout: Optional[int] = None, max_dynamic_shared: Optional[int] = None,
+              max_threads: Optional[int] = None, required_threads: Optional[int] = None
+              ) -> Occupancy:
+    """Active blocks per SM and occupancy for ``registers`` per thread at ``block_size``.
+
+    ``shared`` is the kernel's static shared memory, ``dynamic_shared`` the launch's dynamic
+    shared memory, ``barriers`` the barriers per block (counts on 9.0+), ``carveout`` the
+    preferred shared-memory carveout in percent (None: the driver default, the maximum).
+    ``max_threads`` is the kernel's own block-size limit (``.maxntid`` or what ptxas/the
+    driver report) and ``required_threads`` the block size ``.reqntid`` demands: a block
+    size they forbid cannot launch (0 blocks, limiter ``block_size`` or ``reqntid``).
+    When no block can launch, ``reason`` says which resource, its limit and the ask.
+
+    Example::
+
+        >>> occupancy(128, 256, "sm_70").active_blocks
+        2
+    """
+    p = arch_props(arch)
+    if not isinstance(registers, int) or registers < 0:
+        raise PtxforgeError(f"occupancy: registers must be an int >= 0, got {registers!r}")
+    if not isinstance(block_size, int) or block_size <= 0:
+        raise PtxforgeError(f"occupancy: block_size must be an int > 0, got {block_size!r}")
+    if shared < 0 or dynamic_shared < 0 or barriers < 0:
+        raise PtxforgeError(f"occupancy: shared={shared}, dynamic_shared={dynamic_shared}, "
+                            f"barriers={barriers} must all be >= 0")
+    if carveout is not None and not 0 <= carveout <= 100:
+        raise PtxforgeError(f"occupancy: carveout is a percentage 0..100 or None, got {carveout}")
+    active, limiting, limits, regs_block, smem_alloc = _limits(
+        p, registers, block_size, shared, dynamic_shared, barriers, carveout, max_dynamic_shared)
+    reason = None
+    if required_threads is not None and block_size != required_threads:
+        limits["block_size"] = 0
+        active, limiting = 0, ("reqntid",)
+        reason = (f"reqntid: the kernel requires exactly {required_threads} threads per block "
+                  f"(.reqntid); a block of {block_size} cannot launch")
+    elif max_threads is not None and block_size > max_threads:
+        limits["block_size"] = 0
+        active, limiting = 0, ("block_size",)
+        reason = (f"block size: the kernel allows at most {max_threads} threads per block "
+                  f"(.maxntid/.reqntid or ptxas); a block of {block_size} cannot launch")
+    elif active == 0:
+        reason = _why_not(p, registers, block_size, shared, dynamic_shared, barriers, limits,
+                          smem_alloc)
+    warps = active * _ceil_div(block_size, p.warp_size)
+    return Occupancy(f"sm_{p.major}{p.minor}", registers, block_size, shared + dynamic_shared,
+                     active, warps, p.max_warps_per_sm, warps / p.max_warps_per_sm, limiting,
+                     limits, regs_block, smem_alloc, reason)
+
+
+@attrs.frozen(slots=True)
+class RegisterCliffs:
+    """Where the register count changes the resident blocks per SM at a fixed block size.
+
+    ``to_gain``: registers to shave to reach the next block/SM (None: registers do not bind
+    or no count reaches more blocks); ``headroom``: registers that can be added before a block
+    is lost (None: even 255 keeps the count); ``steps``: ``(max_registers, blocks)`` for every
+    plateau, highest register count first.
+    """
+
+    registers: int
+    block_size: int
+    arch: str
+    blocks: int
+    to_gain: Optional[int]
+    next_blocks: Optional[int]
+    headroom: Optional[int]
+    steps: tuple
+
+    @property
+    def caps(self) -> tuple:
+        """The largest register count of each plateau: the caps worth trying."""
+        return tuple(r for r, _ in self.steps)
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "registers": self.registers, "block_size": self.block_size,
+                "blocks": self.blocks, "to_gain": self.to_gain, "next_blocks": self.next_blocks,
+                "headroom": self.headroom,
+                "steps": [{"max_registers": r, "blocks": b} for r, b in self.steps]}
+
+
+def register_cliffs(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm_80",
+                    **kwargs) -> RegisterCliffs:
+    """The occupancy cliffs around ``registers`` (other resources held fixed).
+
+    Example::
+
+        >>> c = register_cliffs(255, 256, "sm_70")
+        >>> c.to_gain, c.next_blocks
+        (127, 2)
+    """
+    p = arch_props(arch)
+    top = p.max_regs_per_thread
+    blocks = [occupancy(r, block_size, p, **kwargs).active_blocks for r in range(top + 1)]
+    mine = blocks[min(registers, top)] if registers <= top else 0
+    steps = []
+    for r in range(top, 0, -1):
+        if r == top or blocks[r] != blocks[r + 1]:
+            steps.append((r, blocks[r]))
+    to_gain = next_blocks = None
+    for r in range(min(registers, top), 0, -1):
+        if blocks[r] > mine:
+            to_gain, next_blocks = registers - r, blocks[r]
+            break
+    headroom = None
+    if registers <= top:
+        last = registers
+        while last < top and blocks[last + 1] == mine:
+            last += 1
+        headroom = None if last == top else last - registers
+    return RegisterCliffs(registers, block_size, f"sm_{p.major}{p.minor}", mine, to_gain,
+                          next_blocks, headroom, tuple(steps))
+
+
+def occupancy_table(registers_list, block_size: int, arch="sm_80", **kwargs) -> list:
+    """:func:`occupancy` for several register counts (a list of Occupancy)."""
+    return [occupancy(r, block_size, arch, **kwargs) for r in registers_list]

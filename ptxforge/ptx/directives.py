@@ -1,0 +1,193 @@
+"""What PTX text says about itself before ptxas reads it: the ``.version`` / ``.target`` line
+(and whether it is debug PTX), each ``.entry`` with its performance directives and local
+arrays; and the two edits ptxforge makes to PTX on request (a kernel's ``.maxnreg``, the
+``.version`` line).  Text level, no parsing into the IR: it must work on any PTX ptxas reads.
+
+Example::
+
+    >>> t = ptx_target(".version 9.5\\n.target sm_80, debug\\n.address_size 64\\n")
+    >>> t.version, t.arch, t.debug
+    ((9, 5), 'sm_80', True)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+import attrs
+
+from ptxforge.errors import PtxforgeError
+
+__all__ = ["PtxEntry", "PtxTarget", "ptx_entries", "ptx_target", "with_maxnreg",
+           "with_version", "mask_comments"]
+
+
+def mask_comments(ptx: str) -> str:
+    """``ptx`` with comments blanked (newlines kept): offsets and line numbers stay valid."""
+    out = list(ptx)
+    i, n = 0, len(ptx)
+    while i < n:
+        c = ptx[i]
+        if c == '"':
+            j = ptx.find('"', i + 1)
+            i = n if j < 0 else j + 1
+        elif ptx.startswith("//", i):
+            j = ptx.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        elif ptx.startswith("/*", i):
+            j = ptx.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = ["\n" if ch == "\n" else " " for ch in ptx[i:j]]
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+@attrs.frozen(slots=True)
+class PtxTarget:
+    """The module's ``.version`` and ``.target`` (``debug``: ``.target sm_XX, debug``)."""
+
+    version: Optional[tuple]
+    arch: Optional[str]
+    debug: bool = False
+    options: tuple = ()            # every word of the .target line after the arch
+    line: Optional[int] = None     # line of the .target directive
+
+
+_VERSION = re.compile(r"^[ \t]*\.version[ \t]+(\d+)\.(\d+)", re.M)
+_TARGET = re.compile(r"^[ \t]*\.target[ \t]+([^\n;]+)", re.M)
+
+
+def ptx_target(ptx: str) -> PtxTarget:
+    """The ``.version`` and ``.target`` of PTX text (None where a directive is missing)."""
+    clean = mask_comments(ptx)
+    v = _VERSION.search(clean)
+    t = _TARGET.search(clean)
+    words = [w.strip() for w in t.group(1).split(",")] if t else []
+    return PtxTarget((int(v.group(1)), int(v.group(2))) if v else None,
+                     words[0] if words else None, "debug" in words[1:], tuple(words[1:]),
+                     clean.count("\n", 0, t.start()) + 1 if t else None)
+
+
+@attrs.frozen(slots=True)
+class PtxEntry:
+    """An ``.entry`` found in PTX text, with its performance directives and local arrays."""
+
+    name: str
+    line: int
+    maxnreg: Optional[int] = None
+    maxntid: Optional[tuple] = None
+    reqntid: Optional[tuple] = None
+    minnctapersm: Optional[int] = None
+    local_array_bytes: int = 0
+
+    @property
+    def threads(self) -> Optional[int]:
+        """Threads per block the launch bounds allow (.reqntid, else .maxntid), or None."""
+        dims = self.reqntid or self.maxntid
+        return math.prod(dims) if dims else None
+
+
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%]*)")
+_LOCAL = re.compile(r"\.local\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\s+[\w$%]+((?:\s*\[\s*\d+\s*\])*)")
+
+
+def _dims(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def _headers(clean: str):
+    """(name, start of .entry, start of directives, offset of '{', end of body) per entry."""
+    for m in _ENTRY.finditer(clean):
+        brace = clean.find("{", m.end())
+        semi = clean.find(";", m.end())
+        if brace < 0 or 0 <= semi < brace:
+            continue                       # a declaration without a body
+        head = clean.find("(", m.end(), brace)
+        close = clean.rfind(")", m.end(), brace)
+        directives = close + 1 if head >= 0 and close > head else m.end()
+        depth, end = 0, brace
+        for end in range(brace, len(clean)):
+            if clean[end] == "{":
+                depth += 1
+            elif clean[end] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+        yield m.group(1), m.start(), directives, brace, end
+
+
+def ptx_entries(ptx: str) -> tuple:
+    """The kernels of a PTX module in source order (comments are ignored)."""
+    clean = mask_comments(ptx)
+    out = []
+    for name, start, directives, brace, end in _headers(clean):
+        header = clean[directives:brace]
+        local = 0
+        for lm in _LOCAL.finditer(clean[brace:end]):
+            n = 1
+            for d in _dims(lm.group(3)):
+                n *= d
+            local += max(int(lm.group(2)) // 8, 1) * n
+        fields = {}
+        for key in ("maxnreg", "maxntid", "reqntid", "minnctapersm"):
+            dm = re.search(rf"\.{key}\s+([\d\s,]+)", header)
+            if dm:
+                vals = _dims(dm.group(1))
+                fields[key] = vals[0] if key in ("maxnreg", "minnctapersm") else vals
+        out.append(PtxEntry(name, clean.count("\n", 0, start) + 1, local_array_bytes=local,
+                            **fields))
+    return tuple(out)
+
+
+def with_maxnreg(ptx: str, kernel: str, registers: int) -> str:
+    """``ptx`` with kernel ``kernel`` capped by ``.maxnreg registers`` (an existing
+    ``.maxnreg`` of that kernel is replaced; nothing else changes).
+
+    ptxas ignores ``--maxrregcount`` for a kernel with ``.maxntid`` or ``.reqntid``
+    (``__launch_bounds__``) but honours ``.maxnreg`` there; with ``.minnctapersm`` the lower
+    of the two caps wins.
+
+    Example::
+
+        >>> print(with_maxnreg(".entry k()\\n.maxntid 256\\n{\\nret;\\n}", "k", 64))
+        .entry k()
+        .maxntid 256
+        .maxnreg 64
+        {
+        ret;
+        }
+    """
+    if not isinstance(registers, int) or isinstance(registers, bool) or not 1 <= registers <= 255:
+        raise PtxforgeError(f"with_maxnreg: expected a register count in 1..255, got {registers!r}")
+    clean = mask_comments(ptx)
+    names = []
+    for name, _, directives, brace, _ in _headers(clean):
+        names.append(name)
+        if name != kernel:
+            continue
+        head = ptx[directives:brace]
+        masked = clean[directives:brace]
+        kept, pos = [], 0
+        for m in re.finditer(r"\.maxnreg\s+\d+\s*", masked):
+            kept.append(head[pos:m.start()])
+            pos = m.end()
+        kept.append(head[pos:])
+        head = "".join(kept).rstrip()
+        return f"{ptx[:directives]}{head}\n.maxnreg {registers}\n{ptx[brace:]}"
+    raise PtxforgeError(f"with_maxnreg: no .entry {kernel!r} in the PTX; its kernels are: "
+                        f"{', '.join(names) or 'none'}")
+
+
+def with_version(ptx: str, version: tuple) -> str:
+    """``ptx`` with its ``.version`` line set to ``version`` ((major, minor))."""
+    clean = mask_comments(ptx)
+    m = _VERSION.search(clean)
+    if m is None:
+        raise PtxforgeError("with_version: the PTX has no .version directive")
+    return f"{ptx[:m.start(1)]}{version[0]}.{version[1]}{ptx[m.end(2):]}"

@@ -1,0 +1,440 @@
+"""The PTX opcode table, as data: per family the operand shape, the legal types, the modifiers,
+and the minimum PTX ISA version and SM architecture a form needs.
+
+The builder validates every op against :data:`OPS` and the emitter's caller picks the module's
+``.version`` with :func:`min_ptx_version`.  Requirements are read from the *opcode text*
+(``add.rn.bf16``), so they apply equally to builder-made and parsed instructions.
+
+Example::
+
+    >>> from ptxforge.ptx import isa
+    >>> isa.requirement("add.rn.bf16")
+    Requirement(sm=90, ptx=(7, 8))
+    >>> isa.min_ptx_version("sm_80", [])
+    '7.0'
+    >>> isa.OPS["fma"].types[:2]
+    (<PtxType .f32>, <PtxType .f64>)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+import attrs
+
+from . import types as T
+from ptxforge.errors import BuildError, UnsupportedError
+
+__all__ = [
+    "comparisons_for",
+    "param_type",
+    "Requirement",
+    "Rule",
+    "Forbid",
+    "OpSpec",
+    "Target",
+    "TARGETS",
+    "OPS",
+    "ROUNDING_FLOAT",
+    "ROUNDING_INT",
+    "COMPARISONS",
+    "parse_target",
+    "requirement",
+    "check_supported",
+    "forbidden",
+    "min_ptx_version",
+    "storage_type",
+    "move_type",
+    "bits_type",
+]
+
+
+@attrs.frozen(slots=True)
+class Requirement:
+    """What a form needs: the lowest SM number (``sm_90`` → 90) and PTX ISA version."""
+
+    sm: int = 0
+    ptx: tuple = (1, 0)
+
+    def join(self, other: "Requirement") -> "Requirement":
+        """The requirement of needing both ``self`` and ``other``."""
+        return Requirement(max(self.sm, other.sm), max(self.ptx, other.ptx))
+
+    def __str__(self) -> str:
+        return f"sm_{self.sm} and PTX ISA {self.ptx[0]}.{self.ptx[1]}"
+
+
+@attrs.frozen(slots=True)
+class Rule:
+    """A requirement that applies when an opcode carries every token in ``tokens``."""
+
+    tokens: tuple
+    need: Requirement
+
+
+@attrs.frozen(slots=True)
+class Forbid:
+    """A form no target accepts: an opcode carrying every token in ``tokens`` (for ``cvt``,
+    type tokens in (destination, source) order) is refused for ``reason``."""
+
+    tokens: tuple
+    reason: str
+
+
+def _forbid(*rows: tuple) -> tuple:
+    """Forbids from ``(tokens, reason)`` rows, tokens space-separated."""
+    return tuple(Forbid(tuple(tokens.split()), reason) for tokens, reason in rows)
+
+
+@attrs.frozen(slots=True)
+class OpSpec:
+    """One opcode family: operand shape (``d, a, b``), legal value types, modifiers, rules."""
+
+    family: str
+    shape: str
+    types: tuple
+    modifiers: tuple = ()
+    rules: tuple = ()
+    doc: str = ""
+    forbids: tuple = ()
+
+    def allows(self, ty: T.PtxType) -> bool:
+        """True if ``ty`` is a legal instruction type of this family."""
+        return ty in self.types
+
+
+@attrs.frozen(slots=True)
+class Target:
+    """A compilation target such as ``sm_90a``: SM number, arch-specific suffix, PTX minimum."""
+
+    name: str
+    sm: int
+    suffix: str
+    min_ptx: tuple
+
+
+def _req(sm: int, ptx: str) -> Requirement:
+    """Requirement from ``sm`` and a ``"maj.min"`` string."""
+    major, minor = ptx.split(".")
+    return Requirement(sm, (int(major), int(minor)))
+
+
+def _rules(*rows: tuple) -> tuple:
+    """Rules from ``(tokens, sm, ptx)`` rows, tokens space-separated."""
+    return tuple(Rule(tuple(tokens.split()), _req(sm, ptx)) for tokens, sm, ptx in rows)
+
+
+# Lowest PTX ISA version that knows each target (PTX ISA "Release notes" / target table);
+# every entry from sm_75 on was checked by compiling an empty kernel with nvJitLink at the
+# listed version (accepted) and one minor version below (rejected).
+TARGETS: dict[str, Target] = {}
+for _name, _ptx in (
+    ("sm_50", "4.0"), ("sm_52", "4.1"), ("sm_53", "4.2"), ("sm_60", "5.0"), ("sm_61", "5.0"),
+    ("sm_62", "5.0"), ("sm_70", "6.0"), ("sm_72", "6.1"), ("sm_75", "6.3"), ("sm_80", "7.0"),
+    ("sm_86", "7.1"), ("sm_87", "7.4"), ("sm_89", "7.8"), ("sm_90", "7.8"), ("sm_90a", "8.0"),
+    ("sm_100", "8.6"), ("sm_100a", "8.6"), ("sm_101", "8.6"), ("sm_101a", "8.6"),
+    ("sm_120", "8.7"), ("sm_120a", "8.7"),
+):
+    _m = re.fullmatch(r"sm_(\d+)([a-z]?)", _name)
+    TARGETS[_name] = Target(_name, int(_m.group(1)), _m.group(2), _req(0, _ptx).ptx)
+
+
+def parse_target(name: str) -> Target:
+    """The :class:`Target` named ``name`` (``"sm_80"``); UnsupportedError lists known ones."""
+    try:
+        return TARGETS[name]
+    except KeyError:
+        known = ", ".join(TARGETS)
+        raise UnsupportedError(f"unknown target {name!r}; ptxforge knows: {known}") from None
+
+
+ROUNDING_FLOAT = ("rn", "rz", "rm", "rp")
+ROUNDING_INT = ("rni", "rzi", "rmi", "rpi")
+COMPARISONS = (
+    "eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+    "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan",
+)
+
+
+def comparisons_for(ty: T.PtxType) -> tuple:
+    """The setp comparisons valid for ``ty`` (bits: eq/ne; floats: no unsigned forms)."""
+    if ty.is_bits:
+        return ("eq", "ne")
+    if ty.is_float:
+        return tuple(c for c in COMPARISONS if c not in ("lo", "ls", "hi", "hs"))
+    if ty.is_signed:
+        return ("eq", "ne", "lt", "le", "gt", "ge")
+    return ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
+
+
+_I16 = (T.u16, T.s16)
+_I32 = (T.u32, T.s32)
+_I64 = (T.u64, T.s64)
+_INTS = _I16 + _I32 + _I64
+_SIGNED = (T.s16, T.s32, T.s64)
+_F = (T.f32, T.f64)
+_HALF = (T.f16, T.f16x2, T.bf16, T.bf16x2)
+_BITS = (T.b16, T.b32, T.b64)
+_LOGIC = (T.pred,) + _BITS
+_CARRY = _I32 + _I64
+_STORE = (T.b8, T.b16, T.b32, T.b64, T.b128, T.u8, T.s8) + _INTS + _F + _HALF
+_NUMERIC = tuple(t for t in T.ALL_TYPES if not t.is_pred)
+
+_RND = ROUNDING_FLOAT
+
+
+def _half_rules(f16_sm: int, f16_ptx: str, bf16_sm: int, bf16_ptx: str) -> tuple:
+    """Rules for the four half types given the f16 and bf16 minimums."""
+    return _rules(("f16", f16_sm, f16_ptx), ("f16x2", f16_sm, f16_ptx),
+                  ("bf16", bf16_sm, bf16_ptx), ("bf16x2", bf16_sm, bf16_ptx))
+
+
+_ROWS = (
+    # arithmetic ------------------------------------------------------------------------
+    OpSpec("add", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+           _half_rules(53, "4.2", 90, "7.8"), "d = a + b"),
+    OpSpec("sub", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+           _half_rules(53, "4.2", 90, "7.8"), "d = a - b"),
+    OpSpec("mul", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "lo", "hi", "wide"),
+           _half_rules(53, "4.2", 90, "7.8"), "d = a * b (ints: .lo/.hi/.wide)"),
+    OpSpec("mad", "d, a, b, c", _INTS + _F, _RND + ("ftz", "sat", "lo", "hi", "wide", "cc"),
+           (), "d = a * b + c"),
+    OpSpec("fma", "d, a, b, c", _F + _HALF, _RND + ("ftz", "sat"),
+           _half_rules(53, "4.2", 80, "7.0"), "d = a * b + c, one rounding"),
+    OpSpec("div", "d, a, b", _INTS + _F, _RND + ("approx", "full", "ftz"), (), "d = a / b"),
+    OpSpec("rem", "d, a, b", _INTS, (), (), "d = a % b"),
+    OpSpec("abs", "d, a", _SIGNED + _F + _HALF, ("ftz",),
+           _half_rules(53, "6.5", 80, "7.0"), "d = |a|"),
+    OpSpec("neg", "d, a", _SIGNED + _F + _HALF, ("ftz",),
+           _half_rules(53, "6.0", 80, "7.0"), "d = -a"),
+    OpSpec("min", "d, a, b", _INTS + _F + _HALF, ("ftz",),
+           _half_rules(80, "7.0", 80, "7.0"), "d = min(a, b)"),
+    OpSpec("max", "d, a, b", _INTS + _F + _HALF, ("ftz",),
+           _half_rules(80, "7.0", 80, "7.0"), "d = max(a, b)"),
+    OpSpec("sqrt", "d, a", _F, _RND + ("approx", "ftz"), (), "d = sqrt(a)"),
+    OpSpec("rsqrt", "d, a", _F, ("approx", "ftz"), (), "d = 1/sqrt(a) (approx)"),
+    OpSpec("rcp", "d, a", _F, _RND + ("approx", "ftz"), (), "d = 1/a"),
+    OpSpec("ex2", "d, a", (T.f32, T.f16, T.f16x2), ("approx", "ftz"),
+           _rules(("f16", 75, "7.0"), ("f16x2", 75, "7.0")), "d = 2**a (approx)"),
+    OpSpec("lg2", "d, a", (T.f32,), ("approx", "ftz"), (), "d = log2(a) (approx)"),
+    OpSpec("sin", "d, a", (T.f32,), ("approx", "ftz"), (), "d = sin(a) (approx)"),
+    OpSpec("cos", "d, a", (T.f32,), ("approx", "ftz"), (), "d = cos(a) (approx)"),
+    # extended-precision carry chains ----------------------------------------------------
+    OpSpec("addc", "d, a, b", _CARRY, ("cc",), (), "d = a + b + CC.CF"),
+    OpSpec("subc", "d, a, b", _CARRY, ("cc",), (), "d = a - (b + CC.CF)"),
+    OpSpec("madc", "d, a, b, c", _CARRY, ("lo", "hi", "cc"), (), "d = a * b + c + CC.CF"),
+    # logic and bits -------------------------------------------------------------------
+    OpSpec("and", "d, a, b", _LOGIC, (), (), "d = a & b"),
+    OpSpec("or", "d, a, b", _LOGIC, (), (), "d = a | b"),
+    OpSpec("xor", "d, a, b", _LOGIC, (), (), "d = a ^ b"),
+    OpSpec("not", "d, a", _LOGIC, (), (), "d = ~a"),
+    OpSpec("cnot", "d, a", _BITS, (), (), "d = (a == 0)"),
+    OpSpec("shl", "d, a, u32", _BITS, (), (), "d = a << b"),
+    OpSpec("shr", "d, a, u32", _BITS + _INTS, (), (), "d = a >> b (.s: arithmetic)"),
+    OpSpec("popc", "u32, a", (T.b32, T.b64), (), (), "d = population count"),
+    OpSpec("clz", "u32, a", (T.b32, T.b64), (), (), "d = count leading zeros"),
+    OpSpec("brev", "d, a", (T.b32, T.b64), (), (), "d = bit reverse"),
+    OpSpec("bfe", "d, a, u32, u32", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
+    OpSpec("bfi", "d, a, b, u32, u32", (T.b32, T.b64), (), (), "d = insert a into b"),
+    # bit twiddling, byte permutes and small dot products (builder_bits) ------------------
+    # Operand kinds: n = a shift/width amount (u32; immediates 0..32 with .clamp, 0..31 with
+    # .wrap); sel = prmt's selector; lut = lop3's 8-bit table (immediate only); base = fns's
+    # start bit (u32, immediates 0..31).  The minimums that matter for a target ptxforge knows
+    # (lop3, dp4a/dp2a, fns, szext, bmsk) were checked with ptxas at the version below
+    # (rejected) and at the one listed (accepted).
+    OpSpec("prmt", "d, a, b, sel", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
+           _rules(("", 20, "2.0")), "d = bytes of the 64-bit {b, a} chosen by selector c"),
+    OpSpec("lop3", "d, a, b, c, lut", (T.b32,), (), _rules(("", 50, "4.3")),
+           "d = F(a, b, c) bitwise, F given by an 8-bit truth table"),
+    OpSpec("shf", "d, a, b, n", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
+           "funnel shift of the 64-bit {b, a}: .l keeps the high word, .r the low word"),
+    OpSpec("dp4a", "d, a, b, c", _I32, (), _rules(("", 61, "5.0")),
+           "d = c + four byte products of a and b (types .atype.btype)"),
+    OpSpec("dp2a", "d, a, b, c", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
+           "d = c + two 16x8-bit products (a's halves, b's low or high bytes)"),
+    OpSpec("sad", "d, a, b, c", _INTS, (), (), "d = c + |a - b|"),
+    OpSpec("bfind", "u32, a", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
+           "d = position of the most significant non-sign bit (0xffffffff if none)"),
+    OpSpec("fns", "u32, a, base, s32", (T.b32,), (), _rules(("", 30, "6.0")),
+           "d = position of the n-th set bit of a from bit base (0xffffffff if none)"),
+    OpSpec("mul24", "d, a, b", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
+    OpSpec("mad24", "d, a, b, c", _I32, ("lo", "hi", "sat"), (),
+           "d = 24x24-bit product (low or high 32 bits) + c",
+           _forbid(("lo sat", ".sat on mad24.lo (only mad24.hi.sat.s32 exists)"),
+                   ("sat u32", ".sat on .u32 mad24 (only mad24.hi.sat.s32 exists)"))),
+    OpSpec("szext", "d, a, n", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
+           "d = the low n bits of a, sign- (.s32) or zero-extended (.u32)"),
+    OpSpec("bmsk", "b32, n, n", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
+           "d = a mask of b ones starting at bit a"),
+    OpSpec("copysign", "d, a, b", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
+    OpSpec("testp", "pred, a", _F, ("finite", "infinite", "number", "notanumber", "normal",
+                                    "subnormal"),
+           _rules(("", 20, "2.0")), "p = a is finite/infinite/a number/NaN/normal/subnormal"),
+    # moves, selection, comparison, conversion -------------------------------------------
+    OpSpec("mov", "d, a", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
+    OpSpec("selp", "d, a, b, pred", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
+    OpSpec("setp", "pred, a, b", _BITS + _INTS + _F + (T.f16, T.bf16),
+           COMPARISONS + ("and", "or", "xor", "ftz"),
+           _rules(("f16", 53, "4.2"), ("bf16", 90, "7.8")), "p = a cmp b"),
+    OpSpec("cvt", "d, a", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
+           _rules(("bf16 f32", 80, "7.0"), ("f32 bf16", 80, "7.1"), ("bf16x2 f32", 80, "7.0"),
+                  ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 bf16", 90, "7.8"), ("bf16 f16", 90, "7.8"),
+                  ("f16 bf16", 90, "7.8"), ("bf16 u8", 90, "7.8"), ("bf16 s8", 90, "7.8"),
+                  ("bf16 u16", 90, "7.8"), ("bf16 s16", 90, "7.8"), ("bf16 u32", 90, "7.8"),
+                  ("bf16 s32", 90, "7.8"), ("bf16 u64", 90, "7.8"), ("bf16 s64", 90, "7.8"),
+                  ("u8 bf16", 90, "7.8"), ("s8 bf16", 90, "7.8"), ("u16 bf16", 90, "7.8"),
+                  ("s16 bf16", 90, "7.8"), ("u32 bf16", 90, "7.8"), ("s32 bf16", 90, "7.8"),
+                  ("u64 bf16", 90, "7.8"), ("s64 bf16", 90, "7.8"), ("ftz f32 bf16", 90, "7.8")),
+           "d = convert(a)",
+           # Found by compiling every pair x rounding x sat x ftz on sm_80 and sm_90.
+           _forbid(("sat bf16", ".sat on conversions to or from .bf16"),
+                   *((pair, "conversions between .bf16 and 8-bit integers (convert through "
+                      "a 16-bit integer)")
+                     for pair in ("bf16 u8", "bf16 s8", "u8 bf16", "s8 bf16")))),
+    OpSpec("cvta", "d, a", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
+           "generic <-> state-space address"),
+    # memory -----------------------------------------------------------------------------
+    OpSpec("ld", "d, [a]", _STORE, ("param", "global", "shared", "local", "const", "v2", "v4",
+                                    "volatile", "nc"),
+           _rules(("b128", 70, "8.3")), "d = *a"),
+    OpSpec("st", "[a], b", _STORE, ("param", "global", "shared", "local", "v2", "v4",
+                                    "volatile"),
+           _rules(("b128", 70, "8.3")), "*a = b"),
+    OpSpec("atom", "d, [a], b", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+                                 T.f16, T.f16x2, T.bf16, T.bf16x2),
+           ("global", "shared", "add", "min", "max", "inc", "dec", "exch", "cas", "and", "or",
+            "xor", "noftz", "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys"),
+           _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
+                  ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
+                  ("acquire", 70, "6.0"), ("release", 70, "6.0"), ("acq_rel", 70, "6.0")),
+           "d = *a; *a = op(*a, b)"),
+    OpSpec("red", "[a], b", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+                             T.f16, T.f16x2, T.bf16, T.bf16x2),
+           ("global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "noftz",
+            "relaxed", "release", "cta", "gpu", "sys"),
+           _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
+                  ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
+                  ("release", 70, "6.0")),
+           "*a = op(*a, b)"),
+    # synchronisation and warp-level -----------------------------------------------------
+    OpSpec("bar", "[id[, count]]", (), ("sync", "arrive", "red")),
+    OpSpec("membar", "", (), ("cta", "gl", "sys")),
+    OpSpec("fence", "", (), ("sc", "acq_rel", "cta", "gpu", "sys"), _rules(("", 70, "6.0"))),
+    OpSpec("shfl", "d[|p], a, b, c, mask", (T.b32,), ("sync", "up", "down", "bfly", "idx"),
+           _rules(("sync", 30, "6.0"))),
+    OpSpec("vote", "d, p, mask", (T.pred, T.b32), ("sync", "all", "any", "uni", "ballot"),
+           _rules(("sync", 30, "6.0"))),
+    OpSpec("activemask", "d", (T.b32,), (), _rules(("", 30, "6.2"))),
+    OpSpec("redux", "d, a, mask", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
+                                                          "or", "xor"),
+           _rules(("", 80, "7.0"))),
+    # control flow ---------------------------------------------------------------------
+    OpSpec("bra", "label", (), ("uni",)),
+    OpSpec("call", "(ret), func, (args)", (), ("uni",)),
+    OpSpec("ret", "", (), ("uni",)),
+    OpSpec("exit", "", ()),
+)
+
+#: The opcode table, keyed by family name.
+OPS: dict[str, OpSpec] = {row.family: row for row in _ROWS}
+
+_TYPE_NAMES = frozenset(t.name for t in T.ALL_TYPES)
+
+
+def _matches(spec: OpSpec, tokens: tuple, parts: list) -> bool:
+    """Does an opcode split into ``parts`` carry every token (cvt: types in order)?"""
+    if not set(tokens) <= set(parts[1:]):
+        return False
+    if spec.family != "cvt":
+        return True
+    type_seq = tuple(p for p in parts[1:] if p in _TYPE_NAMES)
+    want = tuple(t for t in tokens if t in _TYPE_NAMES)
+    return len(want) < 2 or want == type_seq[:2]
+
+
+def forbidden(opcode: str) -> str:
+    """Why no target accepts ``opcode`` (``cvt.rn.sat.bf16.f32``), or "" when some might."""
+    parts = opcode.split(".")
+    spec = OPS.get(parts[0])
+    if spec is None:
+        return ""
+    return next((f.reason for f in spec.forbids if _matches(spec, f.tokens, parts)), "")
+
+
+def requirement(opcode: str) -> Requirement:
+    """What the full dotted ``opcode`` (``cvt.rn.bf16.f64``) needs; unknown families need nothing.
+
+    A rule applies when the opcode carries all of its tokens; for ``cvt`` a rule naming two
+    types matches the (destination, source) pair in that order.
+    """
+    parts = opcode.split(".")
+    spec = OPS.get(parts[0])
+    need = Requirement()
+    if spec is None:
+        return need
+    for rule in spec.rules:
+        if _matches(spec, rule.tokens, parts):
+            need = need.join(rule.need)
+    return need
+
+
+def check_supported(opcode: str, target: str, op: str = "", where: str = "") -> Requirement:
+    """Raise BuildError if no target accepts ``opcode`` (:func:`forbidden`), UnsupportedError
+    if it needs a newer SM than ``target``; else return its need."""
+    at = f" at {where}" if where else ""
+    name = op or opcode.split(".")[0]
+    reason = forbidden(opcode)
+    if reason:
+        raise BuildError(f"{name}: ptxas rejects {reason} ({opcode}) on every target{at}")
+    need = requirement(opcode)
+    tgt = parse_target(target)
+    if need.sm > tgt.sm:
+        raise UnsupportedError(
+            f"{name}: {opcode} needs {need} (minimum target sm_{need.sm}), "
+            f"but this kernel targets {target}{at}")
+    return need
+
+
+def min_ptx_version(target: str, instructions: Iterable) -> str:
+    """The lowest PTX ISA version (``"7.8"``) that knows ``target`` and every instruction.
+
+    ``instructions`` are :class:`ptxforge.ptx.ir.Instruction` objects (anything with ``opcode``).
+    """
+    best = parse_target(target).min_ptx
+    for inst in instructions:
+        best = max(best, requirement(inst.opcode).ptx)
+    return f"{best[0]}.{best[1]}"
+
+
+_STORAGE = {T.f16: T.b16, T.bf16: T.b16, T.f16x2: T.b32, T.bf16x2: T.b32}
+_MOVE = {**_STORAGE, T.u8: T.u16, T.s8: T.s16, T.b8: T.b16}
+
+
+def storage_type(ty: T.PtxType) -> T.PtxType:
+    """The type ld/st spell for a value type: half types move as ``.b16``/``.b32``."""
+    return _STORAGE.get(ty, ty)
+
+
+def move_type(ty: T.PtxType) -> T.PtxType:
+    """The type mov/selp spell: as :func:`storage_type`, and 8-bit values as 16-bit (they
+    live in 16-bit registers and mov has no 8-bit form)."""
+    return _MOVE.get(ty, ty)
+
+
+_BITS_OF = {8: T.b8, 16: T.b16, 32: T.b32, 64: T.b64, 128: T.b128}
+
+
+def param_type(ty: T.PtxType, *, entry: bool) -> T.PtxType:
+    """The type a ``.param`` is declared with.  Device functions take 8/16-bit values as
+    ``.b8``/``.b16``: ptxas refuses ``.u16``/``.s8``/... parameters of a ``.func``."""
+    if not entry and ty.bits < 32:
+        return bits_type(ty)
+    return storage_type(ty)
+
+
+def bits_type(ty: T.PtxType) -> T.PtxType:
+    """The ``.bN`` type of the same width (``.u32`` → ``.b32``); predicates stay ``.pred``."""
+    if ty.is_pred:
+        return ty
+    return _BITS_OF[ty.bits]

@@ -1,0 +1,180 @@
+"""PTX tokenizer and the small syntax tables the parser reads.
+
+One compiled regular expression splits the whole text into tokens in C (``findall``), so a
+megabyte of PTX tokenizes in a few tens of milliseconds.  Token positions are only needed
+for error messages and verbatim initialisers, so they are computed lazily, once.
+
+Example::
+
+    >>> from ptxforge.ptx.lexer import Tokens
+    >>> Tokens("add.f32 %f1, %f2, 0f3F800000; // sum").toks
+    ['add.f32', '%f1', ',', '%f2', ',', '0f3F800000', ';']
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ptxforge.errors import ParseError
+
+__all__ = [
+    "Tokens",
+    "SPECIAL_REGISTERS",
+    "special_register_type",
+    "NO_DEF_FAMILIES",
+    "NO_DEF_OPCODES",
+    "PERF_DIRECTIVES",
+    "BODY_VERBATIM_DIRECTIVES",
+    "STATE_SPACES",
+]
+
+# Leading whitespace is skipped by the non-capturing prefix; the one group is the token.
+# Comments are tokens (so positions stay countable) and are filtered out afterwards.
+# The alternatives start with disjoint characters (but the final catch-all), so their order
+# only matters for speed: names and registers first, then one-character punctuation.
+_TOKEN = re.compile(
+    r"""[ \t\r\n\f\v]*(
+      [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
+    | [,;\[\]{}()+:@!|<>=-]
+    | //[^\n]*
+    | /\*[\s\S]*?\*/
+    | "(?:[^"\\\n]|\\.)*"
+    | 0[fF][0-9a-fA-F]{8}(?![\w$])
+    | 0[dD][0-9a-fA-F]{16}(?![\w$])
+    | 0[xX][0-9a-fA-F]+U?
+    | 0[bB][01]+U?
+    | [0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?
+    | [0-9]+[eE][+-]?[0-9]+
+    | [0-9]+U?
+    | \S
+    )""",
+    re.VERBOSE,
+)
+
+
+class Tokens:
+    """The token list of one PTX text, with lazy positions for error reporting."""
+
+    __slots__ = ("text", "filename", "toks", "_pos", "_line_starts")
+
+    def __init__(self, text: str, filename: str = "<ptx>") -> None:
+        self.text = text
+        self.filename = filename
+        raw = _TOKEN.findall(text)
+        self.toks: list[str] = [t for t in raw if not (t[0] == "/" and len(t) > 1 and t[1] in "/*")]
+        self._pos: Optional[list[int]] = None
+        self._line_starts: Optional[list[int]] = None
+
+    # -- positions ------------------------------------------------------------------------
+    def positions(self) -> list[int]:
+        """Start offset of every (non-comment) token."""
+        if self._pos is None:
+            pos = []
+            for m in _TOKEN.finditer(self.text):
+                t = m.group(1)
+                if not (t[0] == "/" and len(t) > 1 and t[1] in "/*"):
+                    pos.append(m.start(1))
+            self._pos = pos
+        return self._pos
+
+    def offset(self, index: int) -> int:
+        """Offset of token ``index`` (the end of the text when past the last token)."""
+        pos = self.positions()
+        if index < len(pos):
+            return pos[index]
+        return len(self.text.rstrip())
+
+    def end_offset(self, index: int) -> int:
+        """Offset just after token ``index``."""
+        return self.offset(index) + len(self.toks[index])
+
+    def line_col(self, offset: int) -> tuple[int, int, str]:
+        """1-based line and column of ``offset`` and the text of that line."""
+        line = self.text.count("\n", 0, offset) + 1
+        start = self.text.rfind("\n", 0, offset) + 1
+        end = self.text.find("\n", offset)
+        if end < 0:
+            end = len(self.text)
+        return line, offset - start + 1, self.text[start:end].rstrip("\r")
+
+    def error(self, index: int, message: str) -> ParseError:
+        """A :class:`ParseError` pointing at token ``index``."""
+        offset = self.offset(index)
+        line, col, text = self.line_col(offset)
+        return ParseError(message, file=self.filename, line=line, column=col, text=text)
+
+
+# -- special registers --------------------------------------------------------------------
+_VEC_SPECIALS = ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid",
+                 "cluster_ctaid", "cluster_nctaid")
+_SCALAR_SPECIALS = (
+    "laneid", "warpid", "nwarpid", "smid", "nsmid", "gridid", "lanemask_eq", "lanemask_le",
+    "lanemask_lt", "lanemask_ge", "lanemask_gt", "clock", "clock_hi", "clock64",
+    "globaltimer", "globaltimer_lo", "globaltimer_hi", "total_smem_size", "dynamic_smem_size",
+    "aggr_smem_size", "is_explicit_cluster", "cluster_ctarank", "cluster_nctarank",
+    "current_graph_exec", "reserved_smem_offset_begin", "reserved_smem_offset_end",
+    "reserved_smem_offset_cap", "reserved_smem_offset_0", "reserved_smem_offset_1",
+)
+_SPECIALS_64 = {"%clock64", "%globaltimer", "%gridid", "%current_graph_exec"}
+
+SPECIAL_REGISTERS: frozenset[str] = frozenset(
+    [f"%{n}" for n in _SCALAR_SPECIALS]
+    + [f"%{n}" for n in _VEC_SPECIALS]
+    + [f"%{n}.{c}" for n in _VEC_SPECIALS for c in "xyzw"]
+    + [f"%pm{i}" for i in range(8)]
+    + [f"%pm{i}_64" for i in range(8)]
+    + [f"%envreg{i}" for i in range(32)]
+)
+
+
+def special_register_type(name: str) -> str:
+    """The PTX type name of a special register (``u64`` for 64-bit counters, else ``u32``)."""
+    if name in _SPECIALS_64 or name.endswith("_64"):
+        return "u64"
+    return "u32"
+
+
+# -- opcode and directive tables ----------------------------------------------------------
+# Families whose instructions write no register: every operand is a use.  (An address in
+# first position is never a def anyway; these are the ones whose first operand is a value.)
+# Every other opcode defines its first operand; ir.reads_destination says which of those
+# also read it (wgmma.mma_async's accumulator).
+NO_DEF_FAMILIES: frozenset[str] = frozenset({
+    "st", "st.async", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence",
+    "prefetch", "prefetchu", "trap", "brkpt", "nanosleep", "pmevent", "call", "sust", "sured",
+    "stmatrix", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "wgmma",
+    "multimem", "cp", "tensormap", "mbarrier", "tcgen05", "wmma", "stackrestore",
+})
+# Families listed above that nevertheless define a register for some sub-opcodes.
+_DEF_EXCEPTIONS = ("wgmma.mma_async", "mbarrier.arrive", "mbarrier.test_wait",
+                   "mbarrier.try_wait", "mbarrier.pending_count", "wmma.load", "wmma.mma",
+                   "tcgen05.ld", "multimem.ld_reduce", "tcgen05.alloc")
+NO_DEF_OPCODES = NO_DEF_FAMILIES  # alias kept for readers looking for "opcodes"
+
+
+def is_no_def(opcode: str) -> bool:
+    """True when ``opcode`` writes no register operand."""
+    dot = opcode.find(".")
+    family = opcode if dot < 0 else opcode[:dot]
+    if family not in NO_DEF_FAMILIES:
+        return False
+    if family in ("wgmma", "mbarrier", "wmma", "tcgen05", "multimem"):
+        return not opcode.startswith(_DEF_EXCEPTIONS)
+    if family in ("bar", "barrier"):  # bar{.cta}.red / barrier{.cta}.red write d (or p)
+        return "red" not in opcode.split(".")
+    return True
+
+
+PERF_DIRECTIVES: frozenset[str] = frozenset({
+    ".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".explicitcluster",
+    ".reqnctapercluster", ".maxclusterrank", ".blocksareclusters", ".noreturn", ".abi_preserve",
+    ".abi_preserve_control",
+})
+# Directives kept verbatim (up to their ';') when they appear inside a function body.
+BODY_VERBATIM_DIRECTIVES: frozenset[str] = frozenset({
+    ".pragma", ".callprototype", ".calltargets", ".branchtargets", ".alias",
+})
+STATE_SPACES: frozenset[str] = frozenset({
+    ".global", ".shared", ".const", ".local", ".param", ".tex",
+})

@@ -1,0 +1,105 @@
+"""Per-function name scopes of the parser: labels and their uses, and scoped ``.reg`` names.
+
+PTX scopes labels and registers by ``{ }`` blocks.  :class:`ScopeTracker` follows the blocks
+of one function body and
+
+* checks labels as ptxas does: a label defined twice, a branch target (``bra``, ``brx.idx``,
+  a ``.branchtargets`` list) that names no label of the function, or one defined inside a
+  ``{ }`` block that does not enclose the use, is a :class:`~ptxforge.errors.ParseError` at
+  the offending token (so no error is left for the CFG to find without a position);
+* undoes a nested block's ``.reg`` declarations when the block closes, so a name declared in
+  a block is a register there and only there (and an outer declaration it shadowed comes back).
+
+A label defined in two sibling blocks is legal PTX, but ptxforge's control-flow graph names
+labels per function, so it is refused with a message that says so.
+"""
+
+from __future__ import annotations
+
+from .cursor import TokenCursor
+
+__all__ = ["ScopeTracker"]
+
+_MISSING = object()
+
+
+class ScopeTracker(TokenCursor):
+    """Label and register scopes of the current function (a mixin over :class:`TokenCursor`)."""
+
+    def scopes_begin(self) -> None:
+        """Start a function body: no labels, no uses, one (outermost) block."""
+        self.label_at: dict[str, tuple[int, int]] = {}  # name -> (token index, block id)
+        self.label_uses: list[tuple[str, int, tuple]] = []  # (name, token index, block chain)
+        self.block_chain: tuple = (0,)  # ids of the open blocks, outermost first
+        self.block_count = 1
+        self.reg_undo: list[list] = []  # per open nested block: what its .reg lines replaced
+
+    # -- blocks --------------------------------------------------------------------------------
+    def block_open(self) -> None:
+        self.block_chain = self.block_chain + (self.block_count,)
+        self.block_count += 1
+        self.reg_undo.append([])
+
+    def block_close(self) -> None:
+        self.block_chain = self.block_chain[:-1]
+        frame = self.reg_undo.pop()
+        ranges_changed = False
+        for table, name, old in reversed(frame):
+            ranges_changed = ranges_changed or table is self.ranges
+            if old is _MISSING:
+                table.pop(name, None)
+            else:
+                table[name] = old
+        if ranges_changed:
+            self.forget_range_registers()
+
+    def shadow(self, table: dict, name: str) -> None:
+        """Remember what a nested block's declaration of ``name`` replaces in ``table``."""
+        if self.reg_undo:
+            self.reg_undo[-1].append((table, name, table.get(name, _MISSING)))
+
+    def forget_range_registers(self) -> None:
+        """Drop registers cached from ``%r<N>`` ranges (after the ranges in scope changed)."""
+        declared = self.declared
+        for name in [n for n in self.regs if n not in declared]:
+            del self.regs[name]
+
+    # -- labels --------------------------------------------------------------------------------
+    def label_defined(self, name: str, index: int) -> None:
+        first = self.label_at.get(name)
+        if first is not None:
+            line = self.tk.line_col(self.tk.offset(first[0]))[0]
+            if first[1] in self.block_chain:
+                raise self.error(f"label {name} is defined twice in function {self.function_name} "
+                                 f"(first at line {line})", index)
+            raise self.error(f"label {name} is defined twice in function {self.function_name} "
+                             f"(first at line {line}, in another {{ }} block); PTX allows this, but "
+                             "ptxforge needs labels unique within a function", index)
+        self.label_at[name] = (index, self.block_chain[-1])
+
+    def label_used(self, name: str, index: int) -> None:
+        self.label_uses.append((name, index, self.block_chain))
+
+    def branch_target_list(self, start: int, end: int) -> None:
+        """Record the labels of ``.branchtargets L1, L2, …;`` (tokens ``start`` to ``end``)."""
+        toks = self.toks
+        for k in range(start + 1, end):
+            if toks[k] != ",":
+                self.label_used(toks[k], k)
+
+    def labels_check(self) -> None:
+        """At the end of a function body: every branch target names a visible label."""
+        label_at = self.label_at
+        for name, index, chain in self.label_uses:
+            where = label_at.get(name)
+            if where is None:
+                known = sorted(label_at)
+                shown = ", ".join(known[:8]) + (", …" if len(known) > 8 else "") or "none"
+                raise self.error(f"branch target {name} is not a label of function "
+                                 f"{self.function_name}; expected a label defined as '{name}:' "
+                                 f"in the function (labels defined: {shown})", index)
+            if where[1] not in chain:
+                line = self.tk.line_col(self.tk.offset(where[0]))[0]
+                raise self.error(f"branch target {name} is defined at line {line} inside a {{ }} "
+                                 "block that does not enclose this use; PTX (and ptxas) allow "
+                                 "branches only to labels of the same or an enclosing block", index)

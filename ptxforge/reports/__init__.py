@@ -1,0 +1,4 @@
+"""What a user reads: analyze, the estimate against ptxas, variants, occupancy/sweep and SASS reports, text renderers.
+
+The only wing that combines the others (analysis, toolchain, ptx).
+"""

@@ -1,0 +1,490 @@
+"""The whole analysis of a PTX module in one call: what ``ptxforge analyze`` prints.
+
+Per kernel: virtual registers per type, the instruction mix with the ``selp`` breakdown
+(:mod:`ptxforge.analysis.mix`), the register-pressure peak with the values live there and their source
+lines, functions and call sites (:mod:`ptxforge.analysis.pressure`, :mod:`ptxforge.analysis.attribution`), what
+ptxas assigned (:mod:`ptxforge.toolchain.compile`), and occupancy with its register cliffs for a block
+size (:mod:`ptxforge.arch.occupancy`).  This module only combines those pieces; the command line
+(:mod:`ptxforge.cli`) and other callers share it.
+
+Defaults come from the PTX: without ``arch`` the module's ``.target`` is analysed (when
+ptxforge knows it; else sm_80, with a note), without ``block`` each kernel's own
+``.reqntid``/``.maxntid`` (else 256 threads).
+
+JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
+
+    schema, file, arch, arch_source, block_size, dynamic_shared, compiled, backend, tool,
+    ptx_version, ptx_target, notes: [str], kernels: [KERNEL]
+    KERNEL = {name, demangled, entry, instructions, vregs: {type: n}, declared: {type: n},
+              mix: {by_family, by_opcode, groups, selp},
+              estimate: {registers, predicates, utilization, over_limit, local_array_bytes,
+                         peak_index, peak_instruction, peak_count, by_class, values_total,
+                         values: [VALUE], by_source: [SOURCE], by_function: [FUNCTION],
+                         by_callsite: [CALLSITE]},
+              ptxas: {registers, utilization, spill_stores, spill_loads, stack, stack_known,
+                      local_array_bytes, shared, constant_bank0, param_bytes, barriers,
+                      register_cap, register_cap_source, register_cap_note,
+                      body_registers, body_spill_stores, body_spill_loads,
+                      body_stack_frame, callees: [str]},
+                      (values null when not compiled, or when ptxas kept no code for a .func)
+              occupancy: {basis, registers, register_limit, block_size, block_source,
+                          shared, dynamic_shared, blocks_per_sm, occupancy, limiter,
+                          limiters, active_warps, max_warps, launchable, reason, to_gain,
+                          next_blocks, headroom,
+                          estimate: {registers, blocks_per_sm, occupancy, limiter}},
+              notes: [str]}     (an estimate over the register limit; why ptxas's count
+                                 differs from the estimate when compiled)
+
+Example::
+
+    >>> from ptxforge.reports.analyze import analyze_ptx
+    >>> a = analyze_ptx('''.version 8.0
+    ... .target sm_80
+    ... .address_size 64
+    ... .visible .entry k(.param .u64 p)
+    ... {
+    ...     .reg .b64 %rd<3>;
+    ...     ld.param.u64 %rd1, [p];
+    ...     ld.global.u64 %rd2, [%rd1];
+    ...     st.global.u64 [%rd1], %rd2;
+    ...     ret;
+    ... }''', compile=False)
+    >>> k = a.kernels[0]
+    >>> k.name, k.estimate.registers, k.occupancy.active_blocks
+    ('k', 4, 8)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional, Sequence, Union
+
+import attrs
+
+from ptxforge.ptx import ir
+from ptxforge.analysis.gc_pause import gc_paused
+from .peak import display_name, full_name, peak_groups
+from .resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats, launch_limits,
+                        local_array_bytes, ptxas_fields, register_limit, resolve_arch,
+                        resolve_block, static_shared_bytes)
+from .analyze_text import render_kernel, render_module, render_occupancy
+from .estimate import Comparison, Estimate, compare
+from ptxforge.toolchain.compile import (TARGETS, CompileOptions, KernelStats, compile_ptx,
+                                             normalize_target)
+from ptxforge.errors import PtxforgeError
+from ptxforge.analysis.mix import InstructionMix, instruction_mix
+from ptxforge.arch.occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy,
+                                          register_cliffs, unknown_arch_reason)
+from ptxforge.ptx.parse import parse
+from ptxforge.analysis.pressure import PressureReport, analyze_pressure
+
+__all__ = [
+    "SCHEMA",
+    "KernelAnalysis",
+    "ModuleAnalysis",
+    "OccupancyReport",
+    "SweepReport",
+    "check_arch",
+    "analyze_module",
+    "analyze_ptx",
+    "occupancy_report",
+    "sweep_report",
+    "static_shared_bytes",
+    "occupancy_fields",
+    "launch_limits",
+]
+
+SCHEMA = "ptxforge.analyze/1"
+
+
+
+def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
+    """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``, ``"sm_90a"``) or raise a
+    PtxforgeError naming the accepted ones.  Arch-specific names are accepted where the target
+    exists (``sm_90a``, ``sm_100f``; not ``sm_80a``), the same way for every command.
+    ``compile=True`` accepts every target ptxas knows (its occupancy is then reported as
+    unknown when the occupancy table lacks it); ``compile=False`` also needs the table.
+
+    Example::
+
+        >>> check_arch("8.6"), check_arch("sm_90a", compile=False)
+        ('sm_86', 'sm_90a')
+    """
+    if compile:
+        return normalize_target(arch)
+    covered = [t for t in TARGETS if unknown_arch_reason(t) is None]
+    try:
+        name = normalize_target(arch)
+    except PtxforgeError:
+        raise PtxforgeError(f"occupancy: unknown architecture {arch!r}; expected one of "
+                            f"{', '.join(covered)}") from None
+    reason = unknown_arch_reason(name)
+    if reason is not None:
+        raise PtxforgeError(f"occupancy: {reason}")
+    return name
+
+
+def occupancy_fields(occ: Occupancy) -> dict:
+    """The JSON occupancy keys shared by every command (``blocks_per_sm``, ``occupancy``, …)."""
+    return {"registers": occ.registers, "block_size": occ.block_size,
+            "shared": occ.shared_per_block, "blocks_per_sm": occ.active_blocks,
+            "occupancy": round(occ.occupancy, 6),
+            "limiter": occ.limiting[0] if occ.limiting else None,
+            "limiters": list(occ.limiting), "active_warps": occ.active_warps,
+            "max_warps": occ.max_warps, "launchable": occ.launchable, "reason": occ.reason}
+
+
+@attrs.frozen(slots=True)
+class KernelAnalysis:
+    """Everything ``ptxforge analyze`` reports for one kernel (or ``.func``).
+
+    ``occupancy`` is at ptxas's register count when the module was compiled and at the
+    estimate otherwise (at most the register limit: above it ptxas spills); ``occupancy_
+    estimate`` is always at the estimate; ``cliffs`` are the register cliffs around the count
+    ``occupancy`` uses.  All three are None when the occupancy table lacks the architecture
+    or the function is a ``.func`` (``occupancy_note`` says why); a block size the kernel's
+    ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
+    ``block_source`` says where ``block_size`` came from (``"given"``, ``".reqntid"``,
+    ``".maxntid"``, ``"default"``); ``stats_note`` why a compiled ``.func`` has no stats.
+    """
+
+    name: str
+    is_entry: bool
+    arch: str
+    block_size: int
+    mix: InstructionMix
+    pressure: PressureReport
+    stats: Optional[KernelStats]
+    occupancy: Optional[Occupancy]
+    occupancy_estimate: Optional[Occupancy]
+    cliffs: Optional[RegisterCliffs]
+    kernel: Optional[ir.Kernel] = attrs.field(default=None, eq=False, repr=False)
+    occupancy_note: Optional[str] = None   # why occupancy is unknown (None: it is known)
+    block_source: str = "given"
+    dynamic_shared: int = 0
+    local_bytes: int = 0                   # .local arrays declared in the PTX
+    constant_bank0: Optional[int] = None   # ptxas's cmem[0] (log, else the cubin)
+    param_bytes: Optional[int] = None      # of which kernel parameters (the cubin)
+    stats_note: Optional[str] = None
+    callers: tuple = ()                    # for a .func: the functions that call it
+
+    @property
+    def estimate(self) -> Estimate:
+        """Peak general registers (32-bit units) and peak predicates from liveness."""
+        return Estimate(self.pressure.peak.units, self.pressure.pred_peak.units)
+
+    @property
+    def demangled(self) -> str:
+        """The kernel's C++ name (the name itself when it is not mangled)."""
+        return full_name(self.name)
+
+    @property
+    def register_limit(self) -> int:
+        """The most registers a thread can have on the target (255)."""
+        return register_limit(self.arch)
+
+    @property
+    def over_limit(self) -> int:
+        """How many registers the estimate needs beyond :attr:`register_limit` (0: none)."""
+        return max(self.estimate.registers - self.register_limit, 0)
+
+    @property
+    def comparison(self) -> Optional[Comparison]:
+        """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
+        if self.stats is None:
+            return None
+        c = compare(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
+                    kernel=self.kernel, dynamic_shared=self.dynamic_shared)
+        if not self.is_entry:  # a .func is not launched: no occupancy to compare
+            c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
+        return c
+
+    @property
+    def occupancy_basis(self) -> str:
+        """``"ptxas"`` or ``"estimate"``: which register count ``occupancy`` uses."""
+        return "estimate" if self.stats is None else "ptxas"
+
+    def notes(self) -> tuple:
+        """This kernel's own notes: an estimate above the register limit, and (compiled) why
+        ptxas's count differs from the estimate."""
+        out = []
+        if self.over_limit:
+            est, lim, s = self.estimate.registers, self.register_limit, self.stats
+            text = (f"The estimate needs {est} registers, {self.over_limit} more than the {lim} "
+                    f"a thread can have on {self.arch}: as written, the PTX keeps more values "
+                    "live than a thread can hold, so ptxas must reorder the code (shortening "
+                    f"live ranges) or spill at least {self.over_limit} registers' worth of "
+                    f"values; occupancy at the estimate is taken at {lim}.")
+            if s is not None:
+                text += (f" ptxas spilled {s.spill_stores} bytes (stores) with {s.registers} "
+                         "registers." if s.spills else
+                         f" ptxas reordered: {s.registers} registers, no spills.")
+            out.append(text)
+        if self.comparison is not None:
+            out += self.comparison.notes(general=False)
+        return tuple(out)
+
+    def to_dict(self, top: int = 10) -> dict:
+        """JSON-ready dict (keys in the module docstring); ``top`` caps the listed values,
+        source lines, functions and call sites (0: all)."""
+        cut = (lambda xs: list(xs)) if top <= 0 else (lambda xs: list(xs)[:top])
+        p, s, lim = self.pressure.peak, self.stats, self.register_limit
+        mix = self.mix.to_dict()
+        ptxas = ptxas_fields(s, lim, self.constant_bank0, self.param_bytes)
+        oe, c = self.occupancy_estimate, self.cliffs
+        common = {"basis": self.occupancy_basis, "register_limit": lim,
+                  "block_source": self.block_source, "dynamic_shared": self.dynamic_shared}
+        if self.occupancy is None:
+            est = min(p.units, lim)
+            occ = {**common, "registers": s.registers if s else est,
+                   "block_size": self.block_size, "shared": None, "blocks_per_sm": None,
+                   "occupancy": None, "limiter": None, "limiters": [], "active_warps": None,
+                   "max_warps": None, "launchable": None, "reason": self.occupancy_note,
+                   "to_gain": None, "next_blocks": None, "headroom": None,
+                   "estimate": {"registers": est, "blocks_per_sm": None, "occupancy": None,
+                                "limiter": None}}
+        else:
+            occ = {**common, **occupancy_fields(self.occupancy),
+                   "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
+                   "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,
+                                "occupancy": round(oe.occupancy, 6),
+                                "limiter": oe.limiting[0] if oe.limiting else None}}
+        return {
+            "name": self.name,
+            "demangled": self.demangled,
+            "entry": self.is_entry,
+            "instructions": self.mix.instructions,
+            "vregs": mix["vregs"],
+            "declared": mix["declared"],
+            "mix": {k: mix[k] for k in ("by_family", "by_opcode", "groups", "selp")},
+            "estimate": {"registers": p.units, "predicates": self.pressure.pred_peak.units,
+                         "utilization": round(p.units / lim, 6), "over_limit": self.over_limit,
+                         "local_array_bytes": self.local_bytes,
+                         "peak_index": p.index, "peak_instruction": p.instruction,
+                         "peak_count": len(p.indices), "by_class": dict(p.by_class),
+                         "values_total": len(p.values),
+                         "values": [v.to_dict() for v in cut(p.values)],
+                         "by_source": [g.to_dict() for g in cut(p.by_source)],
+                         "by_function": [g.to_dict() for g in cut(self.groups("function"))],
+                         "by_callsite": [g.to_dict() for g in cut(self.groups("callsite"))]},
+            "ptxas": ptxas,
+            "occupancy": occ,
+            "notes": list(self.notes()),
+        }
+
+    def groups(self, by: str = "line") -> tuple:
+        """The values live at the peak grouped by ``"line"``, ``"function"`` or
+        ``"callsite"`` (:mod:`ptxforge.reports.peak`)."""
+        return peak_groups(self.kernel, self.pressure.peak, by)
+
+    def to_text(self, top: int = 10, by: str = "line") -> str:
+        """The kernel's section of the ``analyze`` text report."""
+        return render_kernel(self, top, by)
+
+
+@attrs.frozen(slots=True)
+class ModuleAnalysis:
+    """The analysis of every selected kernel of one PTX module.
+
+    ``arch_source`` is ``"given"``, ``"target"`` (the PTX's ``.target``) or ``"default"``
+    (``notes`` says why); ``block_size`` is the block size given, or the default for kernels
+    that declare none (each kernel's own is in :attr:`KernelAnalysis.block_size`).
+    """
+
+    file: str
+    arch: str
+    block_size: int
+    compiled: bool
+    backend: Optional[str]
+    ptx_version: str
+    ptx_target: str
+    kernels: tuple
+    arch_source: str = "given"
+    notes: tuple = ()
+    dynamic_shared: int = 0
+    tool: Optional[str] = None       # the compiler that ran: "nvJitLink 13.5", "ptxas 12.9 (…)"
+
+    def kernel(self, name: str) -> KernelAnalysis:
+        """The analysis of kernel ``name`` (PtxforgeError listing the names otherwise)."""
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise PtxforgeError(f"no kernel named {name!r} in {self.file}; it has: "
+                            f"{', '.join(k.name for k in self.kernels) or 'none'}")
+
+    def to_dict(self, top: int = 10) -> dict:
+        """JSON-ready dict (see the module docstring)."""
+        return {"schema": SCHEMA, "file": self.file, "arch": self.arch,
+                "arch_source": self.arch_source, "block_size": self.block_size,
+                "dynamic_shared": self.dynamic_shared, "compiled": self.compiled,
+                "backend": self.backend, "tool": self.tool, "ptx_version": self.ptx_version,
+                "ptx_target": self.ptx_target, "notes": list(self.notes),
+                "kernels": [k.to_dict(top) for k in self.kernels]}
+
+    def to_json(self, top: int = 10, indent: Optional[int] = 2) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(top), indent=indent, ensure_ascii=False)
+
+    def to_text(self, top: int = 10, by: str = "line") -> str:
+        """The ``analyze`` text report: a header and one section per kernel; ``by`` groups
+        the values live at the peak by ``"line"``, ``"function"`` or ``"callsite"``."""
+        return render_module(self, top, by)
+
+
+def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file: str) -> list:
+    """The functions to analyse: the named ones, else every entry (else every function)."""
+    bodies = [k for k in module.kernels if k.body is not None]
+    if kernel is None:
+        chosen = [k for k in bodies if k.is_entry] or bodies
+        if not chosen:
+            raise PtxforgeError(f"{file}: no kernel or function with a body to analyse")
+        return chosen
+    wanted = [kernel] if isinstance(kernel, str) else list(dict.fromkeys(kernel))
+    by_name = {k.name: k for k in bodies}
+    missing = [n for n in wanted if n not in by_name]
+    if missing:
+        raise PtxforgeError(f"no kernel named {missing[0]!r} in {file}; it has: "
+                            f"{', '.join(by_name) or 'none'}")
+    return [by_name[n] for n in wanted]
+
+
+def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
+                   block: Optional[int] = None, compile: bool = True, *,
+                   kernel: Optional[Union[str, Sequence[str]]] = None,
+                   ptx: Optional[str] = None, file: str = "<ptx>",
+                   backend: str = "auto", options: Optional[CompileOptions] = None,
+                   dynamic_shared: int = 0, isolate: bool = True) -> ModuleAnalysis:
+    """Analyse the kernels of ``module`` for ``arch`` at ``block`` threads per block.
+
+    ``arch`` None analyses for the module's ``.target`` (sm_80 when ptxforge does not know
+    it, with a note); ``block`` None gives each kernel the size its ``.reqntid``/``.maxntid``
+    declares, else 256.  ``dynamic_shared`` is the dynamic shared memory per block (bytes)
+    the launch adds to the static shared memory.  ``compile=True`` runs ptxas on ``ptx``
+    (the original text; emitted from ``module`` when None) and reads registers, spills and
+    stack; ``kernel`` selects one function (or a list) by name, default every ``.entry``.
+    Raises :class:`~ptxforge.errors.PtxforgeError` for an unknown arch or kernel and
+    :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
+    in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of nvJitLink raises
+    :class:`~ptxforge.toolchain.isolate.CompilerCrashError` instead of ending this process (the first
+    compile starts the worker: about 0.1 s once per process).
+
+    Example::
+
+        >>> from ptxforge.ptx import ir
+        >>> m = ir.Module("8.0", "sm_80", kernels=(ir.Kernel("k", body=(ir.Instruction("ret"),)),))
+        >>> analyze_module(m, "sm_86", 128, compile=False).kernels[0].occupancy.active_blocks
+        12
+    """
+    with gc_paused():
+        return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+                               dynamic_shared, isolate)
+
+
+def _constant_banks(compiled) -> dict:
+    """``{function: (bytes of constant bank 0, parameter bytes)}`` from the cubin (the log
+    omits ``cmem[0]`` on sm_90 and newer, and never gives the parameter bytes)."""
+    from .cubin import param_bytes
+
+    try:
+        info = compiled.cubin_info()
+    except PtxforgeError:
+        return {}
+    return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
+
+
+def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+                    dynamic_shared, isolate=True):
+    """The body of :func:`analyze_module` (run with the collector paused)."""
+    tgt, arch_source, arch_note = resolve_arch(arch, module.target)
+    if block is not None and (not isinstance(block, int) or isinstance(block, bool)
+                              or not 1 <= block <= 1024):
+        raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
+    if not isinstance(dynamic_shared, int) or dynamic_shared < 0:
+        raise PtxforgeError(f"dynamic shared memory must be an int >= 0 bytes, got "
+                            f"{dynamic_shared!r}")
+    chosen = _select(module, kernel, file)
+    compiled, by_name, banks = None, {}, {}
+    if compile:
+        compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
+                               options=options, isolate=isolate)
+        by_name = {s.name: s for s in compiled.kernels}
+        banks = _constant_banks(compiled)
+    out = []
+    unknown = unknown_arch_reason(tgt)
+    for k in chosen:
+        mix = instruction_mix(k)
+        pressure = analyze_pressure(k)
+        local = local_array_bytes(k)
+        threads, block_source = resolve_block(k, block)
+        stats = stats_note = None
+        callers = () if k.is_entry else callers_of(module, k.name)
+        if compiled is not None:
+            if k.is_entry:
+                stats = by_name.get(k.name)
+            else:
+                stats, stats_note = function_stats(compiled, k.name, local)
+        cb0, params = None, None
+        if stats is not None:
+            cb0 = getattr(stats, "constant_bank0", None)
+            bank, params = banks.get(k.name, (None, None))
+            if cb0 is None:
+                cb0 = bank or None
+            kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
+        else:
+            kw = dict(shared=static_shared_bytes(module, k))
+        kw["dynamic_shared"] = dynamic_shared
+        occ = occ_est = cliffs = None
+        note = unknown
+        if not k.is_entry:
+            note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
+                    "on its own, so it has no occupancy; its registers and stack count toward "
+                    "each kernel that calls it"
+                    + (f" ({', '.join(map(display_name, callers))})" if callers
+                       else " (none in this file calls it)"))
+        elif unknown is None:
+            lim = launch_limits(k, stats)
+            est = min(pressure.peak.units, register_limit(tgt))
+            occ_est = occupancy(est, threads, tgt, **kw, **lim)
+            occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
+                                                          **lim)
+            cliffs = cliffs_at(occ.registers, threads, tgt, **kw, **lim)
+        out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
+                                  occ_est, cliffs, k, note, block_source, dynamic_shared, local,
+                                  cb0, params, stats_note, callers))
+    note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
+    notes = tuple(n for n in (arch_note, note) if n)
+    tool = (compiled.tool or None) if compiled is not None else None
+    return ModuleAnalysis(file, tgt, DEFAULT_BLOCK if block is None else block,
+                          compiled is not None,
+                          compiled.backend if compiled is not None else None,
+                          module.version, module.target, tuple(out), arch_source, notes,
+                          dynamic_shared, tool)
+
+
+def _is_cubin(data) -> bool:
+    head = data[:4] if isinstance(data, (bytes, bytearray)) else data[:4].encode("latin-1",
+                                                                                 "replace")
+    return bytes(head) == b"\x7fELF"
+
+
+def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
+                arch: Optional[Union[str, int]] = None, block: Optional[int] = None,
+                compile: bool = True, **kwargs) -> ModuleAnalysis:
+    """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
+
+    Raises :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX,
+    and a PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given
+    a cubin.
+    """
+    if _is_cubin(text):
+        raise PtxforgeError(f"{filename} is a cubin (ELF), not PTX: analyse it with "
+                            "ptxforge.reports.cubin.analyze_cubin (ptxforge analyze reads "
+                            "cubins too), `ptxforge sass` for its SASS, or pass the PTX")
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    with gc_paused():
+        module = parse(text, filename)
+        return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
+
+
+from .occupancy_sweep import (OccupancyReport, SweepReport, occupancy_report, sweep_report)  # noqa: E402

@@ -1,0 +1,385 @@
+"""Text rendering for :mod:`ptxforge.reports.analyze` and :mod:`ptxforge.reports.variants` (aligned tables)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from ptxforge._text import clip as _clip
+from ptxforge._text import plural as _plural
+from ptxforge._text import table
+from .peak import display_name
+from .resources import stack_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .analyze import KernelAnalysis, ModuleAnalysis, OccupancyReport
+
+__all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "cliff_line",
+           "render_kernel", "render_module", "render_occupancy"]
+
+#: The instruction counts of the seeds' hand-made tables: (label, prefixes summed).
+KEY_ROWS = (
+    ("fma", ("fma",)),
+    ("selp", ("selp",)),
+    ("setp", ("setp",)),
+    ("ld.global", ("ld.global",)),
+    ("st.global", ("st.global",)),
+    ("ld.shared", ("ld.shared",)),
+    ("st.shared", ("st.shared",)),
+    ("ld.local", ("ld.local",)),
+    ("st.local", ("st.local",)),
+    ("atom/red", ("atom", "red")),
+    ("bra", ("bra",)),
+    ("call", ("call",)),
+)
+
+#: selp operand-kind rows: (label, attribute of ``SelpBreakdown``), the same counts as the
+#: JSON's ``mix.selp``.  The unindented rows are exclusive and sum to the total; the indented
+#: one is the part of "literal and register" whose literal is 0.
+SELP_ROWS = (
+    ("two literals", "literal_pair"),
+    ("literal and register (incl. zero-clip)", "literal_register"),
+    ("  of which zero-clip (literal 0)", "zero_clip"),
+    ("two registers", "register_pair"),
+)
+
+
+def percent(x: Optional[float]) -> str:
+    """``0.6667`` → ``66.7%``; None → ``-``."""
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def change(a: Optional[float], b: Optional[float]) -> str:
+    """Relative change from ``a`` to ``b`` as the seeds write it: ``+281%``, ``-39%``, ``same``,
+    ``new`` (from 0), ``-`` when either side is missing."""
+    if a is None or b is None:
+        return "-"
+    if a == b:
+        return "same"
+    if a == 0:
+        return "new"
+    pct = (b - a) * 100.0 / a
+    return f"{pct:+.0f}%" if abs(pct) >= 10 else f"{pct:+.1f}%"
+
+
+def selp_value(selp, attr: str) -> int:
+    """A selp category count (the field of the same name in the JSON)."""
+    return getattr(selp, attr)
+
+
+def selp_type_value(counts: dict, attr: str) -> int:
+    """The same for one entry of ``SelpBreakdown.by_type``."""
+    return counts[attr]
+
+
+def key_count(mix, prefixes: Sequence[str]) -> int:
+    """Sum of :meth:`InstructionMix.count` over prefixes."""
+    return sum(mix.count(p) for p in prefixes)
+
+
+def _cut(items: Sequence, top: int) -> Sequence:
+    return items if top <= 0 else items[:top]
+
+
+def cliff_line(c, over: int = 0) -> str:
+    """One sentence on the register cliffs (``over``: registers the estimate needs beyond
+    the limit ``c.registers`` it is clamped to)."""
+    parts = []
+    if c.to_gain is not None:
+        parts.append(f"{_plural(c.to_gain, 'fewer register')} ({c.registers - c.to_gain}) "
+                     f"{'gives' if c.to_gain == 1 else 'give'} {c.next_blocks} blocks/SM"
+                     + (f", {c.to_gain + over} below the estimate" if over else ""))
+    else:
+        parts.append("fewer registers gain no block")
+    if over:
+        pass  # at the limit already: no register count above it
+    elif c.headroom is None:
+        parts.append("no register count up to 255 loses a block")
+    else:
+        n = c.headroom + 1
+        parts.append(f"{_plural(n, 'more register')} ({c.registers + n}) "
+                     f"{'loses' if n == 1 else 'lose'} a block")
+    head = (f"register cliffs at {c.registers}, the limit (the estimate is {over} over it): "
+            if over else "register cliffs: ")
+    return head + "; ".join(parts)
+
+
+_SOURCES = {".reqntid": "its .reqntid", ".maxntid": "its .maxntid"}
+
+
+def _resources_title(k: "KernelAnalysis") -> str:
+    op = k.occupancy
+    if not k.is_entry:
+        return (f"resources ({k.arch}; a .func is not launched: no block size"
+                + ("; ptxas: no code for this function" if k.stats_note else
+                   "" if k.stats else "; ptxas not run") + "):")
+    text = f"resources ({k.arch}, {k.block_size} threads/block"
+    if k.block_source in _SOURCES:
+        text += f" from {_SOURCES[k.block_source]}"
+    if op is not None and op.shared_per_block:
+        text += f", {op.shared_per_block:,} bytes shared"
+        if k.dynamic_shared:
+            text += f" ({k.dynamic_shared:,} dynamic)"
+    elif k.dynamic_shared:
+        text += f", {k.dynamic_shared:,} bytes dynamic shared"
+    if k.stats is None:
+        text += "; ptxas: no code for this function" if k.stats_note else "; ptxas not run"
+    return text + "):"
+
+
+def _resource_rows(k: "KernelAnalysis") -> list:
+    r, s, lim = k.pressure, k.stats, k.register_limit
+    oe, op = k.occupancy_estimate, k.occupancy
+    rows = [
+        ("registers (32-bit)", r.peak.units, s.registers if s else None),
+        (f"utilization (of {lim})", percent(r.peak.units / lim),
+         percent(s.registers / lim) if s else None),
+        ("predicates", r.pred_peak.units, None),
+        ("spill stores (bytes)", None, s.spill_stores if s else None),
+        ("spill loads (bytes)", None, s.spill_loads if s else None),
+        ("stack (bytes)", None, stack_text(s) if s else None),
+    ]
+    if s is not None and s.callees:   # the kernel's own figures beside the call graph's
+        own = [("registers", s.body_registers, s.registers),
+               ("spill stores", s.body_spill_stores, s.spill_stores),
+               ("spill loads", s.body_spill_loads, s.spill_loads),
+               ("stack frame", s.body_stack_frame, s.stack_frame)]
+        rows += [(f"  {what}, own body" + ("" if what == "registers" else " (bytes)"), None, mine)
+                 for what, mine, total in own if mine is not None and mine != total]
+    if s is not None and s.register_cap is not None:
+        rows.append(("register cap", None, f"{s.register_cap} ({s.register_cap_source})"
+                     if s.register_cap_source else s.register_cap))
+    if k.local_bytes:
+        rows.append(("local arrays in the PTX (bytes)", k.local_bytes, None))
+    if k.constant_bank0 is not None:
+        rows.append(("constant bank 0 (bytes)", None, k.constant_bank0))
+        if k.param_bytes is not None:
+            rows.append(("  of which parameters", None, k.param_bytes))
+    if op is None:
+        na = "n/a"
+        rows += [("blocks/SM", na, na if s else None), ("occupancy", na, na if s else None)]
+    else:
+        rows += [
+            ("blocks/SM", oe.active_blocks, op.active_blocks if s else None),
+            ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else None),
+            ("limited by", ",".join(oe.limiting), ",".join(op.limiting) if s else None),
+        ]
+    return rows
+
+
+def _compile_lines(s) -> list:
+    """What the table cannot say: the calls behind the figures, an unbounded stack, a
+    requested cap that did not apply."""
+    if s is None:
+        return []
+    out = []
+    if s.callees:
+        out.append(f"  calls {_plural(len(s.callees), 'function')}: "
+                   + _clip(", ".join(display_name(c) for c in s.callees), 80)
+                   + "; registers, spills and stack cover them")
+    if not s.stack_known:
+        out.append(f"  stack: at least {s.stack_frame} bytes: the call graph recurses, so "
+                   "ptxas cannot bound it (each recursive function counted once)")
+    if s.register_cap_note:
+        out.append(f"  register cap: {s.register_cap_note}")
+    return out
+
+
+def _title(k: "KernelAnalysis") -> list:
+    kind = ".entry" if k.is_entry else ".func"
+    lines = [f"== {k.demangled} ({kind}) =="]
+    if k.demangled != k.name:
+        lines.append(f"mangled name: {k.name}")
+    return lines
+
+
+_BY_HEADING = {"line": "source line", "function": "function", "callsite": "call site"}
+
+
+def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
+    """The table of the values live at the peak grouped ``by``."""
+    p = k.pressure.peak
+    if by == "line":
+        groups = _cut(p.by_source, top)
+        if groups and any(g.file is not None for g in p.by_source):
+            rows = [(g.units, g.count, g.loc + (f" ({display_name(g.function)})"
+                                                if g.function else ""),
+                     _clip(", ".join(g.names), 40)) for g in groups]
+            return ["", f"live at the peak by source line ({len(groups)} of "
+                        f"{len(p.by_source)}):",
+                    *table(("units", "values", "source", "registers"), rows, {0, 1})]
+        return ["  (no source lines: compile with -lineinfo to attribute values)"]
+    all_groups = k.groups(by)
+    groups = _cut(all_groups, top)
+    if by == "callsite" and not any(g.file for g in all_groups):
+        return ["  (no source lines: compile with -lineinfo to attribute values)"]
+    rows = [(g.units, g.count, _clip(g.label, 60), _clip(", ".join(g.names), 40))
+            for g in groups]
+    return ["", f"live at the peak by {_BY_HEADING[by]} ({len(groups)} of {len(all_groups)}):",
+            *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1})]
+
+
+def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
+    """One kernel's section of the ``analyze`` report."""
+    mix, r, s = k.mix, k.pressure, k.stats
+    lines = [*_title(k),
+             f"{_plural(mix.instructions, 'instruction')}; virtual registers: "
+             f"{sum(mix.vregs.values()):,}"
+             + (" (" + ", ".join(f".{t} {n:,}" for t, n in mix.vregs.items()) + ")"
+                if mix.vregs else ""),
+             ""]
+    op = k.occupancy
+    lines.append(_resources_title(k))
+    lines += table(("", "estimate", "ptxas"), _resource_rows(k))
+    if k.stats_note:
+        lines.append(f"  ptxas: {k.stats_note}")
+    lines += _compile_lines(s)
+    if op is None:
+        lines.append(f"  occupancy n/a: {k.occupancy_note}")
+    elif not op.launchable:
+        lines.append(f"  cannot launch at {k.block_size} threads/block: {op.reason}")
+    else:
+        over = k.over_limit if s is None else 0
+        lines.append("  " + cliff_line(k.cliffs, over)
+                     + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
+    if k.over_limit:
+        lines.append(f"warning: {k.notes()[0]}")
+    cmp = k.comparison
+    if cmp is not None and cmp.notes(general=False):
+        lines.append(f"why ptxas differs from the estimate ({cmp.difference:+d} registers; "
+                     "general reasons: docs/compile.md):")
+        lines += [f"  - {note}" for note in cmp.notes(general=False)]
+    lines.append("")
+
+    lines.append("key instructions:")
+    lines += table(("instruction", "count"),
+                   [(label, key_count(mix, pre)) for label, pre in KEY_ROWS])
+    ops = list(mix.by_opcode.items())
+    shown = _cut(ops, top)
+    lines.append("")
+    lines.append(f"opcodes (top {len(shown)} of {len(ops)}):" if len(shown) < len(ops)
+                 else f"opcodes ({len(ops)}):")
+    total = mix.instructions or 1
+    lines += table(("opcode", "count", "%"), [(o, n, percent(n / total)) for o, n in shown])
+    sel = mix.selp
+    if sel.total:
+        types = list(sel.by_type)
+        lines.append("")
+        lines.append(f"selp by operand kind ({sel.total:,} selp):")
+        rows = [(label, selp_value(sel, attr), percent(selp_value(sel, attr) / sel.total),
+                 *[selp_type_value(sel.by_type[t], attr) for t in types])
+                for label, attr in SELP_ROWS]
+        lines += table(("kind", "count", "%", *[f"selp.{t}" for t in types]), rows)
+
+    lines.append("")
+    p = r.peak
+    if p.index is None:
+        lines.append("peak pressure: no instructions")
+        return "\n".join(lines) + "\n"
+    lines.append(f"peak pressure: {p.units:,} general registers (32-bit units) at instruction "
+                 f"{p.index}" + (f", reached at {len(p.indices):,} instructions"
+                                 if len(p.indices) > 1 else ""))
+    lines.append(f"  {p.index}: {p.instruction}")
+    pp = r.pred_peak
+    lines.append(f"  live there: {_plural(len(p.values), 'value')}"
+                 + (" (" + ", ".join(f"{c} {n:,}" for c, n in p.by_class) + ")"
+                    if p.by_class else "")
+                 + (f"; predicates peak at {pp.units} (instruction {pp.index})"
+                    if pp.units else "; no predicates live"))
+    vals = _cut(p.values, top)
+    if vals:
+        lines.append("")
+        lines.append(f"values live at the peak ({len(vals)} of {len(p.values)}, "
+                     "longest-lived first):")
+        rows = []
+        for v in vals:
+            src = v.loc or "?"
+            if v.function:
+                src += f" ({display_name(v.function)})"
+            rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
+                         _clip(v.def_text or "(never defined)", 44)))
+        lines += table(("value", "type", "units", "def", "last use", "live", "source",
+                        "definition"), rows, {2, 3, 4, 5})
+    if p.values:
+        lines += _peak_groups(k, top, by)
+    return "\n".join(lines) + "\n"
+
+
+_ARCH_SOURCES = {"given": "", "target": " (from .target)", "default": " (default)"}
+
+
+def _header(m: "ModuleAnalysis") -> list:
+    own = [k for k in m.kernels if k.block_source in _SOURCES]
+    blocks = f"{m.block_size} threads/block"
+    if own:
+        blocks += (" (" + ", ".join(f"{display_name(k.name)}: {k.block_size}, "
+                                    f"{_SOURCES[k.block_source]}" for k in own) + ")")
+    head = (f"{m.file}: PTX {m.ptx_version} for {m.ptx_target}; analysed for {m.arch}"
+            f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
+            + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
+            + "; " + (_tool(m) if m.compiled else "ptxas not run"))
+    return [head] + [f"note: {n}" for n in m.notes]
+
+
+def _tool(m: "ModuleAnalysis") -> str:
+    """``ptxas via nvjitlink (nvJitLink 13.5)`` or ``ptxas 12.9 (/path/to/ptxas)``."""
+    if not m.tool:
+        return f"ptxas via {m.backend}"
+    if m.tool.startswith("ptxas"):
+        return m.tool
+    return f"ptxas via {m.backend} ({m.tool})"
+
+
+def _stack_cell(k: "KernelAnalysis"):
+    if k.stats is not None:
+        return stack_text(k.stats)
+    return f"{k.local_bytes} (PTX)" if k.local_bytes else None
+
+
+def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line") -> str:
+    """The ``analyze`` report: header, a summary row per kernel, then each kernel."""
+    lines = [*_header(m), ""]
+    rows, why = [], []
+    for k in m.kernels:
+        s, o = k.stats, k.occupancy
+        name = _clip(display_name(k.name), 40)
+        rows.append((name, k.mix.instructions, k.pressure.peak.units,
+                     s.registers if s else None,
+                     f"{s.spill_stores}/{s.spill_loads}" if s else None,
+                     _stack_cell(k), "n/a" if o is None else o.active_blocks,
+                     "n/a" if o is None else percent(o.occupancy)))
+        if k.over_limit:
+            why.append(f"  {name}: the estimate is {k.over_limit} over the "
+                       f"{k.register_limit} registers a thread can have: ptxas must reorder or "
+                       "spill")
+        if o is None and k.is_entry:
+            why.append(f"  {name}: occupancy n/a: {k.occupancy_note}")
+        elif o is not None and not o.launchable:
+            why.append(f"  {name}: cannot launch at {k.block_size} threads/block: {o.reason}")
+    lines += table(("kernel", "instructions", "estimate", "ptxas", "spill st/ld", "stack",
+                    "blocks/SM", "occupancy"), rows)
+    lines += why
+    out = "\n".join(lines) + "\n"
+    for k in m.kernels:
+        out += "\n" + render_kernel(k, top, by)
+    return out
+
+
+def render_occupancy(rep: "OccupancyReport") -> str:
+    """The ``occupancy`` report."""
+    o, c = rep.occupancy, rep.cliffs
+    lines = [f"{rep.arch or o.arch}: {o.registers} registers/thread, {o.block_size} threads/block, "
+             f"{o.shared_per_block} bytes shared/block",
+             f"  blocks/SM   {o.active_blocks}",
+             f"  warps/SM    {o.active_warps} of {o.max_warps}",
+             f"  occupancy   {percent(o.occupancy)}",
+             f"  limited by  {', '.join(o.limiting) or '-'}",
+             *([] if o.launchable else [f"  cannot launch: {o.reason}"]),
+             "  limits (blocks/SM): " + ", ".join(
+                 f"{name} {'-' if v is None else v}"
+                 for name, v in o.to_dict()["limits"].items()),
+             "  " + cliff_line(c), "",
+             "register plateaus (highest register count of each):"]
+    warps = -(-o.block_size // 32)
+    lines += table(("max registers", "blocks/SM", "occupancy"),
+                   [(r, b, percent(b * warps / o.max_warps)) for r, b in c.steps])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,320 @@
+"""Put a liveness estimate beside what ptxas assigned, with occupancy at both counts.
+
+The estimate is what the code needs (maximum simultaneously live general registers in 32-bit
+units, and predicates); ptxas's count is what the kernel gets.  The gap has known systematic
+parts; a report notes the ones that apply to the kernel:
+
+* ptxas's count is not the most registers live at once: it is the highest register index
+  the SASS uses + 1, plus 2 (measured with ptxas 13 on sm_75 … sm_120 for every corpus
+  kernel; :mod:`ptxforge.toolchain.sass` reads both from the SASS), and allocation is in pairs/quads
+  for 64/128-bit values, which leaves holes below the highest register;
+* predicates live in their own 7-entry file (P0..P6) and never count as registers — unless
+  more than 7 are live, when ptxas keeps the excess in general registers;
+* constants and kernel parameters are folded into instructions as immediates and constant
+  bank operands (c[0x0][…]), so values the PTX holds in registers may need none;
+* ptxas rematerialises, schedules for latency and may trade registers for spills under a cap;
+* some instructions set a floor: measured with ptxas 13 (nvJitLink 13.5), a kernel with any
+  warp-synchronous instruction (shfl.sync, vote.sync, bar.warp.sync, redux.sync, match.sync)
+  gets at least 24 registers on sm_75 to sm_89 (a one-shfl kernel: 24 instead of 8; not on
+  sm_90+, not with the CUDA 12.9 ptxas), and a kernel that calls a function gets at least 24
+  on every target (the call ABI) — its count is the maximum over its call graph, while the
+  estimate covers the kernel's own body.  Pass the kernel to :func:`compare` to have this noted.
+
+Example::
+
+    >>> c = compare(Estimate(registers=40, predicates=2), stats, block_size=256)   # doctest: +SKIP
+    >>> print(c.to_text())                                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import attrs
+
+from ptxforge.toolchain.compile import Compiled, KernelStats
+from ptxforge.errors import PtxforgeError
+from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
+
+__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "FIXED_OVERHEAD",
+           "register_floor_features"]
+
+#: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on
+#: sm_75..sm_89 (measured; see the module docstring and tests/test_compare.py).
+WARP_SYNC_PREFIXES = ("shfl.sync", "vote.sync", "bar.warp.sync", "redux.sync", "match.sync")
+_FLOOR = 24
+#: Registers ptxas's count carries beyond the values live at once, whatever the kernel: R1
+#: (the stack pointer, live throughout) and the 2 the count adds above the highest register
+#: used (measured, docs/sass.md).  A gap within it (plus a few pair-alignment holes,
+#: ``_SMALL_GAP``) is overhead, not pressure.
+FIXED_OVERHEAD = 3
+_SMALL_GAP = 4
+_WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
+
+EXPLANATIONS = (
+    "ptxas's count is the highest physical register index the SASS uses + 1, plus 2 "
+    "(measured with ptxas 13 on sm_75 to sm_120), not the most registers live at once: "
+    "64-bit values take aligned register pairs, leaving holes (`ptxforge sass` shows the "
+    "registers live in the SASS).",
+    "Predicates live in their own file (7 per thread) and are not in ptxas's register count.",
+    "Constants and kernel parameters are folded into instructions (immediates, c[0x0][...] "
+    "operands), so values the PTX keeps in registers may cost none.",
+    "Under a register cap ptxas trades registers for spills (local memory traffic) and "
+    "rematerialisation; spill bytes show the cost.",
+)
+
+
+@attrs.frozen(slots=True)
+class Estimate:
+    """A liveness estimate: general registers (32-bit units) and predicates."""
+
+    registers: int = attrs.field(validator=attrs.validators.ge(0))
+    predicates: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    source: str = "liveness"
+
+    @classmethod
+    def of(cls, value) -> "Estimate":
+        """From an Estimate, an int, a (registers, predicates) pair or a liveness/pressure result
+        exposing ``registers``/``max_registers``/``max_live`` and ``predicates``/``max_predicates``."""
+        if isinstance(value, Estimate):
+            return value
+        if isinstance(value, int):
+            return cls(value)
+        if isinstance(value, tuple) and len(value) == 2:
+            return cls(int(value[0]), int(value[1]))
+        for reg_key in ("registers", "max_registers", "max_live", "general", "max_general"):
+            regs = getattr(value, reg_key, None)
+            if isinstance(regs, int):
+                preds = 0
+                for p_key in ("predicates", "max_predicates", "max_live_predicates"):
+                    p = getattr(value, p_key, None)
+                    if isinstance(p, int):
+                        preds = p
+                        break
+                return cls(regs, preds, type(value).__name__)
+        raise PtxforgeError(f"compare: cannot read a register estimate from "
+                            f"{type(value).__name__}; expected an int, (registers, predicates) "
+                            "or an object with .registers and .predicates")
+
+
+@attrs.frozen(slots=True)
+class Comparison:
+    """Estimate vs ptxas for one kernel."""
+
+    kernel: str
+    target: str
+    block_size: int
+    estimate: Estimate
+    stats: KernelStats
+    occupancy_estimate: Optional[Occupancy]   # None: the occupancy table lacks the target
+    occupancy_ptxas: Optional[Occupancy]
+    features: tuple = ()  # "warp-sync" and/or "call", from the kernel when it was given
+
+    @property
+    def difference(self) -> int:
+        return self.stats.registers - self.estimate.registers
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return None if self.estimate.registers == 0 else self.stats.registers / self.estimate.registers
+
+    def _floor_note(self) -> str:
+        """The note for a register floor that explains the gap, or ""."""
+        if "call" in self.features and self.stats.registers > self.estimate.registers:
+            return ("The kernel calls functions: its register count is the maximum over its "
+                    "call graph (at least 24 on every target, for the call ABI), while the "
+                    "estimate covers this kernel's own body; analyse the callees too.")
+        if not self.estimate.registers < _FLOOR <= self.stats.registers:
+            return ""
+        if "warp-sync" in self.features and self.target.rstrip("af") in _WARP_SYNC_FLOOR_TARGETS:
+            return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
+                    f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "
+                    "one-shfl kernel gets 24 instead of 8), so the gap is that floor: ptxas "
+                    "puts its __cuda_sm70_* helper functions (24 registers, the call ABI) in "
+                    "the kernel's call graph even where the instruction is inlined.")
+        return ""
+
+    def _spill_note(self) -> str:
+        """Spill bytes, split into the kernel's own and its callees' where they differ."""
+        s = self.stats
+        text = (f"ptxas spilled: {s.spill_stores} bytes stored, {s.spill_loads} bytes loaded "
+                "per thread")
+        own = (s.body_spill_stores, s.body_spill_loads)
+        if None not in own and own != (s.spill_stores, s.spill_loads):
+            text += (f" in the kernel and the functions it calls ({own[0]}/{own[1]} in its own "
+                     f"body, {s.spill_stores - own[0]}/{s.spill_loads - own[1]} in its callees)")
+        return text + "; the estimate assumes no spilling."
+
+    def _local_note(self) -> str:
+        """Local arrays as a part of the kernel's own frame (the stack adds callees')."""
+        s = self.stats
+        own = s.stack_frame if s.body_stack_frame is None else s.body_stack_frame
+        if own < s.local_array_bytes:
+            text = (f"The PTX declares {s.local_array_bytes} bytes of local arrays, but the "
+                    f"kernel's own frame is {own} bytes: ptxas kept the rest out of it (in "
+                    "registers, or optimised away).")
+        elif own == s.stack_frame:
+            return (f"{s.local_array_bytes} bytes of the {own}-byte stack frame are local "
+                    "arrays declared in the PTX, not spills.")
+        else:
+            text = (f"{s.local_array_bytes} bytes of the kernel's own {own}-byte frame are "
+                    "local arrays declared in the PTX, not spills.")
+        if own != s.stack_frame:
+            text += (f" The stack it needs is {'' if s.stack_known else 'at least '}"
+                     f"{s.stack_frame} bytes with the frames of the functions it calls.")
+        return text
+
+    def general_notes(self) -> tuple:
+        """The general reasons (:data:`EXPLANATIONS`) that apply to this kernel: the count's
+        definition always; predicates when the kernel has any; constant folding; the cap
+        when ptxas compiled under one."""
+        s = self.stats
+        out = [EXPLANATIONS[0]]
+        if self.estimate.predicates:
+            out.append(EXPLANATIONS[1])
+        out.append(EXPLANATIONS[2])
+        if s.register_cap is not None:
+            out.append(EXPLANATIONS[3])
+        return tuple(out)
+
+    def notes(self, general: bool = True) -> tuple:
+        """Why ptxas's count differs: the general reasons that apply (``general=True``) and
+        this kernel's own (cap, spills, local arrays, scheduling or the fixed overhead,
+        floors, predicates, occupancy)."""
+        out = list(self.general_notes()) if general else []
+        s = self.stats
+        if s.register_cap is not None and s.registers >= s.register_cap:
+            out.append(f"The register cap ({s.register_cap}) binds: ptxas used all of it.")
+        if s.spills:
+            out.append(self._spill_note())
+        if s.local_array_bytes:
+            out.append(self._local_note())
+        if not s.stack_known:
+            out.append(f"The stack ({s.stack_frame} bytes) is a lower bound: the call graph "
+                       "recurses, so ptxas cannot determine it statically (each recursive "
+                       "function counted once); size the stack for the deepest recursion.")
+        floor = self._floor_note()
+        if floor:
+            out.append(floor)
+        beyond = self.difference - FIXED_OVERHEAD
+        if (not s.spills and not floor and self.ratio is not None and self.ratio >= 1.5
+                and beyond >= _SMALL_GAP and beyond >= self.estimate.registers / 2):
+            out.append(f"ptxas uses {self.ratio:.1f}x the estimate. The estimate follows the PTX "
+                       "instruction order; ptxas schedules loads early (and unrolls loops) to "
+                       "hide latency, which keeps more values live at once. Put loads next to "
+                       "their uses, or cap registers (see the sweep) to trade that back.")
+        elif not floor and 0 < self.difference and beyond < _SMALL_GAP and not s.spills:
+            out.append(f"The gap ({self.difference:+d}) is ptxas's fixed overhead, not "
+                       f"pressure: its count is the highest register the SASS uses + 1, plus "
+                       f"2, and R1 (the stack pointer) is live throughout, which the PTX has "
+                       f"no value for ({FIXED_OVERHEAD} in all); 64-bit values in aligned "
+                       "pairs leave the rest as holes (docs/sass.md).")
+        if self.estimate.predicates > 7:
+            out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
+                       "registers: the excess costs general registers.")
+        oe, op = self.occupancy_estimate, self.occupancy_ptxas
+        if oe is not None and op is not None and oe.active_blocks != op.active_blocks:
+            out.append(f"The gap changes occupancy: {self.occupancy_estimate.active_blocks} blocks/SM "
+                       f"at the estimate, {self.occupancy_ptxas.active_blocks} at ptxas's count.")
+        return tuple(out)
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel, "target": self.target, "block_size": self.block_size,
+            "estimate": {"registers": self.estimate.registers,
+                         "predicates": self.estimate.predicates, "source": self.estimate.source},
+            "ptxas": {"registers": self.stats.registers, "spill_stores": self.stats.spill_stores,
+                      "spill_loads": self.stats.spill_loads, "stack_frame": self.stats.stack_frame,
+                      "body_stack_frame": self.stats.body_stack_frame,
+                      "stack_known": self.stats.stack_known,
+                      "local_array_bytes": self.stats.local_array_bytes,
+                      "register_cap": self.stats.register_cap, "backend": self.stats.backend},
+            "difference": self.difference,
+            "ratio": None if self.ratio is None else round(self.ratio, 6),
+            "occupancy": {"estimate": _occ_dict(self.occupancy_estimate),
+                          "ptxas": _occ_dict(self.occupancy_ptxas)},
+            "notes": list(self.notes()),
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    def to_text(self) -> str:
+        oe, op = self.occupancy_estimate, self.occupancy_ptxas
+        ratio = "n/a" if self.ratio is None else f"{self.ratio:.2f}x"
+        s = self.stats
+
+        def occ(o, limiter: bool = False) -> str:
+            if o is None:
+                return "occupancy n/a"
+            return (f"{o.active_blocks} blocks/SM, {o.occupancy * 100:.1f}% occupancy"
+                    + (f" (limited by {', '.join(o.limiting)})" if limiter else ""))
+        lines = [
+            f"{self.kernel} on {self.target} ({s.backend}), {self.block_size} threads/block",
+            f"  estimate : {self.estimate.registers:4d} registers, {self.estimate.predicates} predicates"
+            f"  -> {occ(oe)}",
+            f"  ptxas    : {s.registers:4d} registers"
+            + (f" (cap {s.register_cap})" if s.register_cap else "")
+            + f"  -> {occ(op, True)}",
+            f"  gap      : {self.difference:+d} registers ({ratio})",
+            f"  spills   : {s.spill_stores} B stored, {s.spill_loads} B loaded; stack "
+            f"{'' if s.stack_known else '>='}{s.stack_frame} B"
+            + (f" (own frame {s.body_stack_frame} B, {s.local_array_bytes} B local arrays)"
+               if s.body_stack_frame is not None and s.body_stack_frame != s.stack_frame
+               else f" ({s.local_array_bytes} B local arrays)"),
+            "  notes:",
+        ]
+        lines += [f"    - {n}" for n in self.notes()]
+        return "\n".join(lines)
+
+
+def _occ_dict(o: Optional[Occupancy]) -> Optional[dict]:
+    """An occupancy as a dict with the library's keys and the CLI's (``blocks_per_sm``,
+    ``limiter``) side by side; None when unknown."""
+    if o is None:
+        return None
+    d = o.to_dict()
+    d["blocks_per_sm"] = d["active_blocks"]
+    d["limiter"] = d["limiting"][0] if d["limiting"] else None
+    return d
+
+
+def register_floor_features(kernel) -> tuple:
+    """Which of the instructions that set a ptxas register floor ``kernel`` (an
+    :class:`~ptxforge.ptx.ir.Kernel`) uses: ``("call",)``, ``("warp-sync",)``, both, or ()."""
+    found = set()
+    for inst in kernel.instructions:
+        if inst.family == "call":
+            found.add("call")
+        elif inst.opcode.startswith(WARP_SYNC_PREFIXES):
+            found.add("warp-sync")
+    return tuple(sorted(found))
+
+
+def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
+            dynamic_shared: int = 0, kernel=None) -> Comparison:
+    """Compare a liveness estimate with ptxas's stats for the same kernel.
+
+    ``kernel`` (the :class:`~ptxforge.ptx.ir.Kernel`) is optional; given, the notes also explain
+    the register floors some instructions set (calls, warp-synchronous instructions).
+    """
+    if isinstance(stats, Compiled):
+        raise PtxforgeError(f"compare: expected one kernel's KernelStats, got a Compiled with "
+                            f"kernels {[k.name for k in stats.kernels]}; pick one with "
+                            f"compiled[name], e.g. compiled[{stats.kernels[0].name!r}]"
+                            if stats.kernels else
+                            "compare: expected one kernel's KernelStats, got a Compiled with "
+                            "no kernels")
+    if not isinstance(stats, KernelStats):
+        raise PtxforgeError(f"compare: expected a KernelStats (compiled[name]), got "
+                            f"{type(stats).__name__}")
+    est = Estimate.of(estimate)
+    tgt = target or stats.target
+    kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
+              barriers=max(stats.barriers or 1, 1), max_threads=stats.max_threads_per_block)
+    known = unknown_arch_reason(tgt) is None
+    return Comparison(stats.name, tgt, block_size, est, stats,
+                      occupancy(min(est.registers, 255), block_size, tgt, **kw) if known else None,
+                      occupancy(stats.registers, block_size, tgt, **kw) if known else None,
+                      register_floor_features(kernel) if kernel is not None else ())

@@ -1,0 +1,193 @@
+"""The ``ptxforge occupancy`` and ``ptxforge sweep`` reports (re-exported by
+:mod:`ptxforge.reports.analyze`, where the other callers find them).
+
+JSON of the sweep (``"schema": "ptxforge.sweep/1"``)::
+
+    schema, file, arch, block_size, dynamic_shared, backend,
+    kernels: [KERNEL + {sweep: {kernel, target, block_size, backend, …, notes: [str],
+                                rows: [ROW]}}]
+    ROW = {cap, registers, spill_stores, spill_loads, stack, blocks_per_sm, occupancy,
+           limiter, limiters, reason, stack_frame, limiting, …}
+
+(``…``: the further keys of :meth:`ptxforge.toolchain.sweep.Sweep.to_dict`; ``notes`` adds a note
+when ptxas used more registers than a cap, e.g. its lower bound of 24.)
+
+``stack``/``limiter``/``limiters`` are the words ``analyze`` uses; ``stack_frame`` and
+``limiting`` are the same values under their first names, kept so that programs reading
+``sweep/1`` keep working (no schema bump: the change only adds keys).
+
+Example::
+
+    >>> r = occupancy_report("sm_86", 51, 256)
+    >>> r.occupancy.active_blocks, round(r.occupancy.occupancy * 100, 1)
+    (4, 66.7)
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import attrs
+
+from .analyze_text import render_occupancy
+from ptxforge.errors import PtxforgeError
+from ptxforge.arch.occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy,
+                                          register_cliffs)
+
+__all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "OccupancyReport", "SweepReport",
+           "occupancy_report", "sweep_report", "cap_notes"]
+
+SWEEP_SCHEMA = "ptxforge.sweep/1"
+#: The lowest --maxrregcount ptxas honours: a smaller cap is raised to it (measured with
+#: nvJitLink 13.5 on sm_75, sm_80, sm_86, sm_90, sm_100 and sm_120: "adjusting per thread
+#: register count of 16 to lower bound of 24"; tests/test_analyze_reports.py pins it).
+PTXAS_CAP_FLOOR = 24
+
+
+@attrs.frozen(slots=True)
+class OccupancyReport:
+    """``ptxforge occupancy``: occupancy at a register count and the cliffs around it.
+    ``arch`` is the target as named (``sm_90a``; the occupancy itself is per compute
+    capability)."""
+
+    occupancy: Occupancy
+    cliffs: RegisterCliffs
+    arch: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: the occupancy keys plus ``arch`` and ``cliffs``."""
+        from .analyze import occupancy_fields
+
+        c = self.cliffs
+        return {"arch": self.arch or self.occupancy.arch, **occupancy_fields(self.occupancy),
+                "limits": self.occupancy.to_dict()["limits"],
+                "cliffs": {"to_gain": c.to_gain, "next_blocks": c.next_blocks,
+                           "headroom": c.headroom,
+                           "steps": [{"max_registers": r, "blocks_per_sm": b}
+                                     for r, b in c.steps]}}
+
+    def to_text(self) -> str:
+        """Readable summary with the per-resource limits and the register plateaus."""
+        return render_occupancy(self)
+
+
+def occupancy_report(arch: Union[str, int], registers: int, block: int, smem: int = 0
+                     ) -> OccupancyReport:
+    """Occupancy of ``registers`` per thread at ``block`` threads with ``smem`` bytes of
+    shared memory per block, and the register cliffs.  ``arch`` is checked like every
+    command's (:func:`ptxforge.reports.analyze.check_arch`: ``sm_90a`` yes, ``sm_80a`` no).
+
+    Example::
+
+        >>> occupancy_report("sm_90a", 32, 128).arch
+        'sm_90a'
+    """
+    from .analyze import check_arch
+
+    name = check_arch(arch, compile=False)
+    props = arch_props(name)
+    if not isinstance(registers, int) or not 0 <= registers <= props.max_regs_per_thread:
+        raise PtxforgeError(f"registers must be an int in 0..{props.max_regs_per_thread}, "
+                            f"got {registers!r}")
+    if not isinstance(block, int) or not 1 <= block <= props.max_threads_per_block:
+        raise PtxforgeError(f"block size must be an int in 1..{props.max_threads_per_block}, "
+                            f"got {block!r}")
+    occ = occupancy(registers, block, props, shared=smem)
+    return OccupancyReport(occ, register_cliffs(registers, block, props, shared=smem), name)
+
+
+def cap_notes(sweep) -> tuple:
+    """Notes on the rows of a :class:`~ptxforge.toolchain.sweep.Sweep` whose registers exceed their cap:
+    ptxas's lower bound (caps below :data:`PTXAS_CAP_FLOOR`), or a cap that did not bind."""
+    over = [r for r in sweep.rows if r.cap is not None and r.registers is not None
+            and r.registers > r.cap]
+    floor = [r for r in over if r.cap < PTXAS_CAP_FLOOR]
+    out = []
+    if floor:
+        caps = ", ".join(str(r.cap) for r in floor)
+        regs = ", ".join(sorted({str(r.registers) for r in floor}, key=int))
+        out.append(f"{'cap' if len(floor) == 1 else 'caps'} {caps}: ptxas used {regs} "
+                   f"registers, more than the cap: ptxas raises a cap below "
+                   f"{PTXAS_CAP_FLOOR} to {PTXAS_CAP_FLOOR}, its lower bound (its log: "
+                   f"'adjusting per thread register count of {floor[-1].cap} to lower bound "
+                   f"of {PTXAS_CAP_FLOOR}')")
+    for r in over:
+        if r.cap >= PTXAS_CAP_FLOOR:
+            out.append(f"cap {r.cap}: ptxas used {r.registers} registers, more than the cap"
+                       + (f" ({r.note})" if getattr(r, "note", None) else ""))
+    return tuple(out)
+
+
+def _row_dict(row) -> dict:
+    d = row.to_dict()
+    limiting = list(d.get("limiting", getattr(row, "limiting", ())))
+    d["stack"] = d.get("stack_frame", getattr(row, "stack_frame", None))
+    d["limiter"] = limiting[0] if limiting else None
+    d["limiters"] = limiting
+    return d
+
+
+@attrs.frozen(slots=True)
+class SweepReport:
+    """``ptxforge sweep``: per kernel its analysis (uncapped) and the register-cap sweep."""
+
+    analysis: object       # the ModuleAnalysis of the uncapped compile
+    sweeps: tuple          # one ptxforge.toolchain.sweep.Sweep per kernel of ``analysis``
+
+    def to_dict(self, top: int = 10) -> dict:
+        """JSON-ready dict (keys in the module docstring)."""
+        a = self.analysis
+        kernels = []
+        for k, s in zip(a.kernels, self.sweeps):
+            sw = s.to_dict()
+            sw["rows"] = [_row_dict(r) for r in s.rows]
+            sw["notes"] = list(sw.get("notes", ())) + list(cap_notes(s))
+            kernels.append({**k.to_dict(top), "sweep": sw})
+        return {"schema": SWEEP_SCHEMA, "file": a.file, "arch": a.arch,
+                "block_size": a.block_size, "dynamic_shared": a.dynamic_shared,
+                "backend": a.backend, "kernels": kernels}
+
+    def to_text(self) -> str:
+        """The sweep tables, one per kernel, with the liveness estimate beside them."""
+        parts = []
+        for k, s in zip(self.analysis.kernels, self.sweeps):
+            text = s.to_text()
+            if k.block_source not in ("given", "default"):
+                text += (f"\n{k.block_size} threads/block: the kernel's {k.block_source} "
+                         "(--block overrides)")
+            if k.dynamic_shared:
+                text += f"\n{k.dynamic_shared} bytes of dynamic shared memory per block"
+            text += "".join(f"\nnote: {n}" for n in cap_notes(s))
+            text += (f"\nliveness estimate: {k.estimate.registers} registers (32-bit units), "
+                     f"{k.estimate.predicates} predicates")
+            if k.over_limit:
+                text += f" ({k.over_limit} over the {k.register_limit} a thread can have)"
+            parts.append(text + "\n")
+        return "\n".join(parts)
+
+
+def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
+                 arch: Optional[Union[str, int]] = None, block: Optional[int] = None,
+                 caps: Optional[Sequence[int]] = None, kernel: Optional[str] = None,
+                 backend: str = "auto", *, only_caps: bool = False,
+                 dynamic_shared: int = 0) -> SweepReport:
+    """Parse, analyse and sweep every selected kernel at the occupancy cliffs of
+    :func:`ptxforge.toolchain.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps ``caps``
+    alone.  ``arch``/``block`` default as in :func:`~ptxforge.reports.analyze.analyze_module` (the
+    PTX's ``.target``, each kernel's ``.reqntid``/``.maxntid``); ``dynamic_shared`` enters
+    occupancy.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error
+    that names its functions)."""
+    from .analyze import analyze_ptx
+    from ptxforge.toolchain.sweep import sweep
+
+    if only_caps and not caps:
+        raise PtxforgeError("sweep: only_caps needs at least one cap")
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    a = analyze_ptx(text, filename, arch, block, True, kernel=kernel, backend=backend,
+                    dynamic_shared=dynamic_shared)
+    chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
+    sweeps = tuple(sweep(text, k.name, a.arch, block_size=k.block_size, caps=chosen,
+                         extra_caps=extra, backend=backend, dynamic_shared=dynamic_shared)
+                   for k in a.kernels)
+    return SweepReport(a, sweeps)

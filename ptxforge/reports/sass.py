@@ -1,0 +1,285 @@
+"""The PTX liveness estimate beside the SASS ground truth and ptxas's REGCOUNT, per kernel.
+
+Three numbers per kernel, in general registers:
+
+* **estimate**: the peak of PTX liveness (:func:`~ptxforge.analysis.pressure.analyze_pressure`,
+  32-bit units) — what the PTX needs if ptxas kept its instruction order;
+* **SASS peak**: the most physical registers live at one SASS instruction (nvdisasm's life
+  ranges, :mod:`ptxforge.toolchain.sass`) — what ptxas's schedule actually keeps live, R1 (the stack
+  pointer every kernel sets up) included;
+* **REGCOUNT**: what the kernel launches with.  Measured with ptxas 13 on sm_75 … sm_120 it
+  is the highest GPR index the code touches + 1 (the *span*) + 2, or the maximum over the
+  kernel's call graph when a callee needs more.
+
+``span - SASS peak`` are registers left unused below the highest one (allocation holes,
+aligned pairs); ``REGCOUNT - span`` the 2 registers ptxas adds (or the call-graph floor).
+
+JSON (``"schema": "ptxforge.sass/1"``)::
+
+    schema, file, arch, backend, nvdisasm, line_info, ptx_lines, kernels: [KERNEL]
+    KERNEL = {name, estimate: {registers, predicates, peak_index, peak_instruction} | null,
+              sass: {registers, registers_without_call_clobbers, predicates, uniform, span,
+                     used, instructions, peak_count,
+                     peak_offsets, live_at_peak, peak_instructions: [INSTR]},
+              ptxas: {registers, body_registers, spill_stores, spill_loads, register_cap},
+              regcount_minus_span, holes, estimate_minus_sass, regcount_reason,
+              call_graph: [{name, regcount, span, sass_peak}]}
+    INSTR  = {offset, text, counts: {group: n}, source, ptx_line, ptx}
+
+Example::
+
+    >>> r = sass_report(kernels.saxpy(), "sm_80")            # doctest: +SKIP
+    >>> k = r.kernels[0]; k.estimate.registers, k.sass_peak, k.span, k.regcount  # doctest: +SKIP
+    (5, 5, 8, 10)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional, Union
+
+import attrs
+
+from ptxforge.ptx import ir
+from ptxforge._text import clip, plural, table
+from .estimate import Estimate
+from .resources import resolve_arch
+from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
+from ptxforge.errors import PtxforgeError
+from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
+
+__all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "sass_report"]
+
+SCHEMA = "ptxforge.sass/1"
+#: Registers ptxas 13 counts beyond the highest GPR index + 1 (measured, sm_75 … sm_120).
+RESERVED = 2
+
+
+@attrs.frozen(slots=True)
+class SassKernelReport:
+    """One kernel: the PTX estimate (None for a cubin given alone), its SASS function, the
+    functions its call graph reaches, and ptxas's stats (None for a cubin alone)."""
+
+    name: str
+    function: SassFunction
+    callees: tuple                      # SassFunction of each function the kernel reaches
+    estimate: Optional[Estimate] = None
+    estimate_index: Optional[int] = None
+    estimate_instruction: Optional[str] = None
+    stats: Optional[KernelStats] = None
+
+    @property
+    def regcount(self) -> Optional[int]:
+        """Registers the kernel launches with: ptxas's figure, else the cubin's REGCOUNT."""
+        return self.stats.registers if self.stats is not None else self.function.regcount
+
+    @property
+    def sass_peak(self) -> int:
+        return self.function.peak("GPR").count
+
+    @property
+    def sass_peak_across_calls(self) -> int:
+        """The SASS peak without the registers CALLs assign (their possible clobbers)."""
+        return self.function.peak("GPR", call_clobbers=False).count
+
+    @property
+    def span(self) -> int:
+        return self.function.span("GPR")
+
+    @property
+    def above_span(self) -> Optional[int]:
+        """REGCOUNT − span (2 unless the call graph needs more)."""
+        return None if self.regcount is None else self.regcount - self.span
+
+    @property
+    def holes(self) -> int:
+        """span − SASS peak: registers below the highest one never live at the peak."""
+        return self.span - self.sass_peak
+
+    @property
+    def estimate_minus_sass(self) -> Optional[int]:
+        return None if self.estimate is None else self.estimate.registers - self.sass_peak
+
+    def regcount_reason(self) -> str:
+        """Why REGCOUNT is what it is, from the span and the call graph."""
+        r, span = self.regcount, self.span
+        if r is None:
+            return "the cubin records no REGCOUNT for this kernel"
+        top = max(self.callees, key=lambda f: (f.regcount or 0, f.name), default=None)
+        if r == span + RESERVED and (top is None or (top.regcount or 0) <= r):
+            return (f"REGCOUNT {r} = highest GPR used (R{span - 1}) + 1 + {RESERVED}"
+                    if span else f"REGCOUNT {r} with no GPR used")
+        if top is not None and top.regcount == r:
+            return (f"REGCOUNT {r} is the call graph's maximum: {top.name} needs {r} (this "
+                    f"kernel's own span + {RESERVED} is {span + RESERVED})")
+        return (f"REGCOUNT {r} vs highest GPR used + 1 = {span}: {r - span} more, "
+                f"not the {RESERVED} measured elsewhere nor a callee's count")
+
+    def to_dict(self, top: int = 10) -> dict:
+        f, s, e = self.function, self.stats, self.estimate
+        peak = f.peak("GPR")
+        ins = peak.instructions if top <= 0 else peak.instructions[:top]
+        return {
+            "name": self.name,
+            "estimate": None if e is None else {
+                "registers": e.registers, "predicates": e.predicates,
+                "peak_index": self.estimate_index, "peak_instruction": self.estimate_instruction},
+            "sass": {"registers": peak.count, "registers_without_call_clobbers":
+                     self.sass_peak_across_calls, "predicates": f.peak("PRED").count,
+                     "uniform": f.peak("UGPR").count, "span": self.span,
+                     "used": len(f.used("GPR")), "instructions": len(f.instructions),
+                     "peak_count": len(peak.instructions), "peak_offsets": list(peak.offsets),
+                     "live_at_peak": list(peak.registers),
+                     "peak_instructions": [i.to_dict() for i in ins]},
+            "ptxas": {"registers": self.regcount,
+                      "body_registers": None if s is None else s.body_registers,
+                      "spill_stores": None if s is None else s.spill_stores,
+                      "spill_loads": None if s is None else s.spill_loads,
+                      "register_cap": None if s is None else s.register_cap},
+            "regcount_minus_span": self.above_span, "holes": self.holes,
+            "estimate_minus_sass": self.estimate_minus_sass,
+            "regcount_reason": self.regcount_reason(),
+            "call_graph": [{"name": c.name, "regcount": c.regcount, "span": c.span("GPR"),
+                            "sass_peak": c.peak("GPR").count} for c in self.callees],
+        }
+
+    def to_text(self, top: int = 10) -> str:
+        f, e = self.function, self.estimate
+        peak = f.peak("GPR")
+        at = plural(len(peak.instructions), "instruction")
+        rows = []
+        if e is not None:
+            rows.append(("PTX liveness estimate (32-bit units)", e.registers,
+                         f"at PTX instruction {self.estimate_index}: "
+                         f"{clip(self.estimate_instruction or '?', 60)}"))
+        rows.append(("SASS peak live GPRs", peak.count, f"at {at}"))
+        if self.sass_peak_across_calls != peak.count:
+            rows.append(("  without call clobbers", self.sass_peak_across_calls,
+                         "at a CALL nvdisasm also counts what the callee may overwrite"))
+        rows += [
+                 ("highest GPR used + 1 (span)", self.span,
+                  f"{len(f.used('GPR'))} distinct GPRs used; {self.holes} below the highest "
+                  "never live at the peak"),
+                 ("ptxas REGCOUNT", self.regcount, self.regcount_reason())]
+        lines = [f"== {self.name} ==", *table(("", "registers", ""), rows, right={1})]
+        preds = f"predicates: SASS peak {f.peak('PRED').count}"
+        if e is not None:
+            preds += f", estimate {e.predicates}"
+        if "UGPR" in f.groups:
+            preds += f"; uniform registers (UGPR) peak {f.peak('UGPR').count}"
+        lines.append("  " + preds)
+        s = self.stats
+        if s is not None and (s.spills or s.register_cap):
+            lines.append(f"  ptxas: cap {s.register_cap or '-'}, spills {s.spill_stores} B "
+                         f"stored / {s.spill_loads} B loaded")
+        if self.callees:
+            lines.append("  call graph: " + ", ".join(
+                f"{c.name} (REGCOUNT {c.regcount}, span {c.span('GPR')})" for c in self.callees))
+        shown = peak.instructions if top <= 0 else peak.instructions[:top]
+        if shown:
+            which = (at if len(shown) == len(peak.instructions)
+                     else f"the first {len(shown)} of {at}")
+            lines += ["", f"SASS peak ({peak.count} live GPRs) at {which}:"]
+            rows = [(f"{i.offset:#06x}", clip(i.text, 48),
+                     "-" if i.ptx_line is None else clip(f"{i.ptx_line}: {i.ptx or ''}", 44),
+                     "-" if i.source is None else clip(str(i.source), 48))
+                    for i in shown]
+            lines += table(("offset", "SASS", "PTX line", "source"), rows, right=set())
+            lines.append(f"  live at {peak.instructions[0].offset:#06x}: "
+                         + " ".join(peak.registers))
+        return "\n".join(lines) + "\n"
+
+
+@attrs.frozen(slots=True)
+class SassReport:
+    """Every selected kernel of one module or cubin."""
+
+    file: str
+    arch: str
+    backend: Optional[str]
+    sass: SassLiveness = attrs.field(repr=False)
+    kernels: tuple
+
+    def kernel(self, name: str) -> SassKernelReport:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise PtxforgeError(f"sass: no kernel named {name!r} in {self.file}; it has: "
+                            f"{', '.join(k.name for k in self.kernels) or 'none'}")
+
+    def to_dict(self, top: int = 10) -> dict:
+        return {"schema": SCHEMA, "file": self.file, "arch": self.arch, "backend": self.backend,
+                "nvdisasm": self.sass.version, "line_info": self.sass.line_info,
+                "ptx_lines": self.sass.ptx_lines,
+                "kernels": [k.to_dict(top) for k in self.kernels]}
+
+    def to_json(self, top: int = 10, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(top), indent=indent, sort_keys=True, ensure_ascii=False)
+
+    def to_text(self, top: int = 10) -> str:
+        via = f"ptxas via {self.backend}; " if self.backend else ""
+        head = [f"{self.file}: {self.arch}; {via}nvdisasm {self.sass.version}", ""]
+        rows = [(k.name, "-" if k.estimate is None else k.estimate.registers, k.sass_peak,
+                 k.span, k.regcount, k.above_span, len(k.callees) or "")
+                for k in self.kernels]
+        head += table(("kernel", "estimate", "SASS peak", "span", "REGCOUNT", "REGCOUNT-span",
+                       "callees"), rows)
+        if not self.sass.line_info and not self.sass.ptx_lines:
+            head.append("  (the cubin has no line info: compile with line_info=True for the "
+                        "PTX and source lines of the SASS peak)")
+        return "\n".join(head) + "\n\n" + "\n".join(k.to_text(top) for k in self.kernels)
+
+
+def _is_cubin(source) -> bool:
+    return isinstance(source, (bytes, bytearray, memoryview)) and bytes(source[:4]) == b"\x7fELF"
+
+
+def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
+    fn = sass.function(name)
+    callees = tuple(sass.function(c) for c in sass.call_graph(name)[1:]
+                    if c in {f.name for f in sass.functions})
+    return SassKernelReport(name, fn, callees, **kw)
+
+
+def sass_report(source, arch: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
+                backend: str = "auto", options: Optional[CompileOptions] = None,
+                nvdisasm: Optional[str] = None, file: str = "<ptx>") -> SassReport:
+    """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` (default: the
+    PTX's own ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, read its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
+    each ``.entry`` (or ``kernel``).  Cubin bytes (``\\x7fELF…``) are read as they are: no
+    estimate, REGCOUNT from the cubin, the architecture from its header.
+
+    Line info does not change the code: with and without ``-lineinfo`` ptxas 13 gives the
+    same SASS and registers for every corpus kernel on sm_80 and sm_90.
+    """
+    if _is_cubin(source):
+        sass = sass_liveness(bytes(source), nvdisasm=nvdisasm)
+        names = [f.name for f in sass.entries] if kernel is None else [kernel]
+        reports = tuple(_kernel_report(n, sass) for n in names)
+        return SassReport(file, sass.arch, None, sass, reports)
+    from ptxforge.ptx.parse import parse
+    from ptxforge.analysis.pressure import analyze_pressure
+
+    module = source if isinstance(source, ir.Module) else parse(source, file)
+    tgt = resolve_arch(arch, module.target)[0]
+    bodies = {k.name: k for k in module.kernels if k.body is not None}
+    if kernel is not None and kernel not in bodies:
+        raise PtxforgeError(f"sass: no kernel named {kernel!r} in {file}; it has: "
+                            f"{', '.join(bodies) or 'none'}")
+    chosen = [bodies[kernel]] if kernel is not None else [k for k in bodies.values()
+                                                           if k.is_entry]
+    if not chosen:
+        raise PtxforgeError(f"sass: {file} has no .entry kernel (SASS of a .func alone is "
+                            "not kept by ptxas)")
+    opts = attrs.evolve(options or CompileOptions(), line_info=True)
+    compiled = compile_ptx(module if isinstance(source, ir.Module) else source, tgt,
+                           backend=backend, options=opts)
+    sass = sass_liveness(compiled, nvdisasm=nvdisasm)
+    reports = []
+    for k in chosen:
+        pr = analyze_pressure(k)
+        reports.append(_kernel_report(
+            k.name, sass, estimate=Estimate(pr.peak.units, pr.pred_peak.units),
+            estimate_index=pr.peak.index, estimate_instruction=pr.peak.instruction,
+            stats=compiled[k.name]))
+    return SassReport(file, tgt, compiled.backend, sass, tuple(reports))

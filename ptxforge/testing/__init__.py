@@ -1,0 +1,2 @@
+"""Hypothesis strategies that generate valid kernels (for property tests of the builder and ptxas).
+"""

@@ -1,0 +1,425 @@
+"""Compile PTX with ptxas (through nvJitLink, a ptxas executable or the CUDA driver) and read
+what it assigned: registers, spills, stack, shared and constant memory, barriers.
+
+Example::
+
+    >>> from ptxforge.toolchain.compile import compile_ptx, CompileOptions
+    >>> c = compile_ptx(ptx_text, "sm_80", options=CompileOptions(max_registers=64))  # doctest: +SKIP
+    >>> c["axpy"].registers                                                            # doctest: +SKIP
+    10
+
+``backend="auto"`` uses nvJitLink when the installed nvJitLink accepts the target and falls
+back to a ptxas executable otherwise (nvJitLink 13 refuses sm_70/sm_72; the CUDA 12 ptxas of
+``pip install nvidia-cuda-nvcc-cu12`` still targets them).  ``backend="driver"`` JIT-compiles
+for the GPU present and reads the function attributes the driver reports.
+
+``isolate=True`` runs an in-process backend (nvJitLink) in a worker child
+(:mod:`ptxforge.toolchain.isolate`): a crash inside the native library then raises
+:class:`~ptxforge.toolchain.isolate.CompilerCrashError` instead of ending the caller's process.  The
+register-cap sweep always isolates.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+from typing import Optional, Union
+
+import attrs
+
+from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
+from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
+from .isolate import CompilerCrashError
+from .kernel_stats import KernelStats, kernel_stats
+from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
+from .ptxas_log import PtxasLog, parse_ptxas_log
+
+__all__ = ["TARGETS", "normalize_target", "CompileOptions", "KernelStats", "Compiled",
+           "compile_ptx", "compile_many", "get_backend", "available_backends", "backend_status",
+           "ptx_entries", "PtxEntry", "prepare_options", "explain_compile_error",
+           "compiled_from_raw"]
+
+_BASE_TARGETS = ("sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89",
+                 "sm_90", "sm_100", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121")
+_A_VARIANTS = ("sm_90a", "sm_100a", "sm_101a", "sm_103a", "sm_110a", "sm_120a", "sm_121a")
+_F_VARIANTS = ("sm_100f", "sm_101f", "sm_103f", "sm_110f", "sm_120f", "sm_121f")
+#: Every target name the options accept (whether a given toolkit accepts it is its business).
+TARGETS = _BASE_TARGETS + _A_VARIANTS + _F_VARIANTS
+
+
+def normalize_target(target: Union[str, int]) -> str:
+    """``"sm_80"`` from ``"sm_80"``, ``"80"``, ``80``, ``"8.0"`` or ``"compute_80"``."""
+    s = str(target).strip().lower()
+    m = re.fullmatch(r"(\d+)\.(\d)", s)
+    if m:
+        s = m.group(1) + m.group(2)
+    s = re.sub(r"^(sm_|compute_)", "", s)
+    name = "sm_" + s
+    if name not in TARGETS:
+        raise PtxforgeError(f"compile: unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    return name
+
+
+def _opt_level(_, attribute, value):
+    if value not in (None, 0, 1, 2, 3) or isinstance(value, bool):
+        raise PtxforgeError(f"CompileOptions.{attribute.name}: expected None or 0..3, got "
+                            f"{value!r}")
+
+
+def _max_regs(_, attribute, value):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or not 16 <= value <= 255):
+        raise PtxforgeError(f"CompileOptions.{attribute.name}: expected None or an int in "
+                            f"16..255 (ptxas's --maxrregcount range), got {value!r}")
+
+
+def _extra(value) -> tuple:
+    if isinstance(value, str):
+        value = value.split()
+    out = tuple(value)
+    for flag in out:
+        if not isinstance(flag, str) or not flag.startswith("-"):
+            raise PtxforgeError(f"CompileOptions.extra: expected ptxas flags such as "
+                                f"'--warn-on-spills', got {flag!r}")
+    return out
+
+
+@attrs.frozen(slots=True)
+class CompileOptions:
+    """ptxas options, validated here and turned into flags here (never touches a GPU).
+
+    ``max_registers`` is ``--maxrregcount`` (16..255, None: ptxas's default); ``opt_level``
+    0..3 (None: ptxas's default, -O3, or -O0 for debug PTX, the one level ptxas compiles
+    ``.target sm_XX, debug`` at); ``line_info`` keeps PTX line numbers in the cubin; ``extra`` are further ptxas flags
+    (passed through ``-Xptxas`` under nvJitLink, like ``opt_level``; the driver backend
+    refuses them).  Per-kernel
+    ``.maxnreg``/``.maxntid``/``.reqntid``/``.minnctapersm`` directives live in the PTX.
+
+    Example::
+
+        >>> CompileOptions(max_registers=64).ptxas_args("sm_80")
+        ['-arch=sm_80', '-v', '-O3', '--maxrregcount=64']
+    """
+
+    max_registers: Optional[int] = attrs.field(default=None, validator=_max_regs)
+    opt_level: Optional[int] = attrs.field(default=None, validator=_opt_level)
+    line_info: bool = attrs.field(default=False, converter=bool)
+    extra: tuple = attrs.field(default=(), converter=_extra)
+
+    @property
+    def level(self) -> int:
+        """The optimisation level passed to ptxas (3 when ``opt_level`` is None)."""
+        return 3 if self.opt_level is None else self.opt_level
+
+    def _common(self) -> list:
+        flags = [f"-O{self.level}"]
+        if self.max_registers is not None:
+            flags.append(f"--maxrregcount={self.max_registers}")
+        if self.line_info:
+            flags.append("-lineinfo")
+        return flags
+
+    def ptxas_args(self, target: str) -> list:
+        """Command-line flags for a ptxas executable (input and output files not included)."""
+        return [f"-arch={normalize_target(target)}", "-v", *self._common(), *self.extra]
+
+    def nvjitlink_args(self, target: str) -> list:
+        """Options for nvJitLinkCreate."""
+        # nvJitLink's own -O takes only 0 and 3 (ERROR_UNRECOGNIZED_OPTION for -O1/-O2);
+        # ptxas's level goes through -Xptxas, which nvJitLink hands to its ptxas unchanged.
+        args = [f"-arch={normalize_target(target)}", "-verbose", f"-Xptxas=-O{self.level}"]
+        if self.max_registers is not None:
+            args.append(f"-maxrregcount={self.max_registers}")
+        if self.line_info:
+            args.append("-lineinfo")
+        args.extend(f"-Xptxas={flag}" for flag in self.extra)
+        return args
+
+    def driver_jit_options(self) -> tuple:
+        """(CUjit_option names, values) for cuModuleLoadDataEx, log buffers excluded."""
+        if self.extra:
+            raise PtxforgeError(f"CompileOptions.extra={self.extra!r}: the driver backend "
+                                "takes no ptxas flags; use backend='nvjitlink' or 'ptxas'")
+        names, values = ["CU_JIT_OPTIMIZATION_LEVEL"], [self.level]
+        if self.max_registers is not None:
+            names.append("CU_JIT_MAX_REGISTERS")
+            values.append(self.max_registers)
+        if self.line_info:
+            names.append("CU_JIT_GENERATE_LINE_INFO")
+            values.append(1)
+        return names, values
+
+
+# --- results ----------------------------------------------------------------------------------
+
+@attrs.frozen(slots=True)
+class Compiled:
+    """The result of :func:`compile_ptx`: per-kernel stats, cubin (if any) and the raw log."""
+
+    target: str
+    backend: str
+    options: CompileOptions
+    kernels: tuple
+    log: str = attrs.field(repr=False)
+    cubin: Optional[bytes] = attrs.field(default=None, repr=False)
+    tool: str = ""                      # "nvJitLink 13.5", "ptxas 12.9 (/path/to/ptxas)"
+    wall_time_s: float = 0.0
+    tool_version: tuple = ()            # (13, 5)
+    tool_path: Optional[str] = None     # the ptxas executable run (None for nvJitLink)
+    note: Optional[str] = None          # e.g. "debug PTX: compiled at -O0"
+
+    @property
+    def ptxas_log(self) -> PtxasLog:
+        return parse_ptxas_log(self.log)
+
+    def __getitem__(self, name: str) -> KernelStats:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(f"no kernel {name!r}; compiled kernels: {[k.name for k in self.kernels]}")
+
+    def __iter__(self):
+        return iter(self.kernels)
+
+    def __len__(self) -> int:
+        return len(self.kernels)
+
+    def cubin_info(self):
+        """The cubin's own resource records (:mod:`ptxforge.toolchain.cubin`); None without a cubin."""
+        if self.cubin is None:
+            return None
+        from .cubin import read_cubin
+        return read_cubin(self.cubin)
+
+
+# --- backends ---------------------------------------------------------------------------------
+
+_BACKENDS: dict = {}
+
+
+def get_backend(name: Union[str, Backend]) -> Backend:
+    """The backend called ``name`` ('nvjitlink', 'ptxas', 'driver'), or ``name`` itself."""
+    if isinstance(name, Backend):
+        return name
+    if name not in BACKEND_NAMES:
+        raise PtxforgeError(f"compile: unknown backend {name!r}; expected 'auto' or one of "
+                            f"{', '.join(BACKEND_NAMES)}")
+    if name not in _BACKENDS:
+        _BACKENDS[name] = {"nvjitlink": NvJitLinkBackend, "ptxas": PtxasBackend,
+                           "driver": DriverBackend}[name]()
+    return _BACKENDS[name]
+
+
+def backend_status() -> dict:
+    """``{name: (available, description or reason)}`` for every backend."""
+    return {name: get_backend(name).status() for name in BACKEND_NAMES}
+
+
+def available_backends() -> tuple:
+    """Names of the backends that can run on this machine."""
+    return tuple(n for n, (ok, _) in backend_status().items() if ok)
+
+
+def _choose(target: str) -> Backend:
+    nvj = get_backend("nvjitlink")
+    if nvj.supports(target):
+        return nvj
+    ptxas = get_backend("ptxas")
+    ok, why = ptxas.status()
+    if ok:
+        return ptxas
+    raise BackendUnavailableError(
+        f"compile: no backend can compile for {target}: nvJitLink "
+        f"({nvj.status()[1]}) refuses it and {why}")
+
+
+def _quote_lines(ptx: str, log: str) -> str:
+    """The PTX lines a log's 'line N' diagnostics point at, numbered."""
+    lines = ptx.splitlines()
+    by_line: dict = {}
+    for d in parse_ptxas_log(log).diagnostics:
+        if d.line is not None:
+            by_line.setdefault(d.line, []).append(f"{d.severity}: {d.message}")
+    out = []
+    for n, msgs in by_line.items():
+        text = lines[n - 1].strip() if 0 < n <= len(lines) else "<beyond the end of the PTX>"
+        out.append(f"  line {n}: {text}\n      " + "\n      ".join(msgs))
+    return "\n".join(out)
+
+
+def _source(ptx_or_module, line_info: bool = False) -> str:
+    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``)."""
+    if isinstance(ptx_or_module, str):
+        return ptx_or_module
+    if isinstance(ptx_or_module, bytes):
+        return ptx_or_module.decode()
+    from ptxforge.ptx import ir
+    if isinstance(ptx_or_module, ir.Module):
+        from ptxforge.ptx.emit import emit
+        return emit(ptx_or_module, line_info=line_info)
+    raise PtxforgeError(f"compile: expected PTX text or an ir.Module, got "
+                        f"{type(ptx_or_module).__name__}")
+
+
+def prepare_options(options: CompileOptions, info: PtxTarget) -> tuple:
+    """``(options, note)`` adjusted to what the PTX needs: debug PTX (``.target sm_XX, debug``,
+    from nvcc/NVRTC ``-G``) compiles at -O0 only, so an unset ``opt_level`` becomes 0 there
+    and an explicit higher one is refused with that advice."""
+    if not info.debug:
+        return options, None
+    where = f" (line {info.line})" if info.line else ""
+    if options.opt_level not in (None, 0):
+        raise PtxforgeError(
+            f"compile: the PTX is debug PTX ('.target {info.arch}, debug'{where}, from nvcc/"
+            f"NVRTC -G); ptxas compiles debug PTX only at -O0 ('Optimized debugging not "
+            f"supported'), got opt_level={options.opt_level}; pass opt_level=0 or leave it "
+            "unset, or regenerate the PTX without -G (-lineinfo keeps the source lines)")
+    return (attrs.evolve(options, opt_level=0),
+            f"debug PTX ('.target {info.arch}, debug'{where}): compiled at -O0, the level "
+            "ptxas accepts for it; registers and spills are those of the debug build")
+
+
+def _compile_raw(be: Backend, ptx: str, tgt: str, entries: tuple, options: CompileOptions,
+                 isolate: bool, pool=None):
+    if isinstance(be, DriverBackend):   # needs the GPU context here, and reads attributes
+        return be.compile(ptx, tgt, options, kernels=tuple(e.name for e in entries))
+    if isolate:
+        return be.compile_isolated(ptx, tgt, options, pool)
+    return be.compile(ptx, tgt, options)
+
+
+def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
+                backend: Union[str, Backend] = "auto",
+                options: Optional[CompileOptions] = None, isolate: bool = False,
+                **option_fields) -> Compiled:
+    """Compile PTX text (or an ``ir.Module``) for ``target``; per-kernel stats.
+
+    ``option_fields`` are a shortcut for :class:`CompileOptions` fields
+    (``compile_ptx(ptx, "sm_80", max_registers=64)``).  Raises :class:`CompileError` with
+    ptxas's log, the offending PTX lines quoted and a hint where one applies (a ``.target``
+    newer than ``target``, a ``.version`` newer than the compiler reads) when ptxas rejects
+    the PTX, and :class:`BackendUnavailableError` when no backend can serve the target.
+    ``isolate=True`` compiles in a worker child (:mod:`ptxforge.toolchain.isolate`; nvJitLink and other
+    in-process backends, not the driver's JIT): a crash of nvJitLink raises
+    :class:`~ptxforge.toolchain.isolate.CompilerCrashError` (a CompileError) instead of killing this
+    process; the first one starts the worker (about 0.2 s), later ones reuse it (a few ms on
+    top of the compile).
+
+    Example::
+
+        >>> compile_ptx(ptx, "sm_70")["axpy"].registers    # doctest: +SKIP
+        10
+    """
+    if options is None:
+        options = CompileOptions(**option_fields)
+    elif option_fields:
+        options = attrs.evolve(options, **option_fields)
+    ptx = _source(ptx_or_module, options.line_info)
+    tgt = normalize_target(target)
+    info = ptx_target(ptx)
+    options, note = prepare_options(options, info)
+    be = _choose(tgt) if backend == "auto" else get_backend(backend)
+    entries = ptx_entries(ptx)
+    try:
+        raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
+    except CompileError as exc:
+        raise explain_compile_error(exc, ptx, tgt, info) from None
+    return compiled_from_raw(raw, entries, options, note)
+
+
+def compiled_from_raw(raw, entries: tuple, options: CompileOptions,
+                      note: Optional[str] = None) -> Compiled:
+    """A :class:`Compiled` from a backend's RawResult (stats per entry of ``entries``)."""
+    notes = "; ".join(n for n in (note, raw.note) if n) or None
+    return Compiled(raw.target, raw.backend, options,
+                    kernel_stats(raw, entries, options.max_registers), raw.log, raw.cubin,
+                    raw.tool, raw.wall_time_s, raw.tool_version, raw.tool_path, notes)
+
+
+def explain_compile_error(exc: CompileError, ptx: str, target: str,
+                          info: Optional[PtxTarget] = None) -> CompileError:
+    """``exc`` with the PTX lines its log points at quoted and the hints that apply."""
+    info = info or ptx_target(ptx)
+    quoted = _quote_lines(ptx, exc.log)
+    msg = str(exc).split("\n--- ")[0]
+    if quoted:
+        msg += "\noffending PTX:\n" + quoted
+    msg += _target_hint(exc.log, info, target)
+    msg += _version_hint(exc.log, target, exc.backend)
+    if isinstance(exc, CompilerCrashError):
+        msg += _crash_hint(exc, target)
+        err = CompilerCrashError(msg, exc.crash, backend=exc.backend)
+    else:
+        err = CompileError(msg, log=exc.log, backend=exc.backend)
+    err.diagnostics = parse_ptxas_log(exc.log).diagnostics
+    return err
+
+
+def _target_hint(log: str, info: PtxTarget, target: str) -> str:
+    """Advice when the PTX's ``.target`` is newer than the architecture compiled for."""
+    if "SM version specified by .target is higher" not in log:
+        return ""
+    where = f" (line {info.line})" if info.line else ""
+    if info.arch is None:
+        return (f"\nhint: the PTX's .target is newer than {target}, the architecture it was "
+                "compiled for: compile for the PTX's .target (target=... / --arch)")
+    return (f"\nhint: the PTX says '.target {info.arch}'{where}, newer than {target}, the "
+            f"architecture it was compiled for: pass target='{info.arch}' "
+            f"(ptxforge ... --arch {info.arch}), or regenerate the PTX for {target}")
+
+
+def _version_hint(log: str, target: str, backend: str = "") -> str:
+    """Advice when the compiler is older than the PTX's ``.version`` (naming only what
+    applies to ``target``)."""
+    m = re.search(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'", log)
+    if not m:
+        return ""
+    tool = {"ptxas": "this ptxas", "nvjitlink": "this nvJitLink"}.get(backend, "this ptxas")
+    text = (f"\nhint: {tool} reads PTX ISA up to {m.group(2)}, the file says {m.group(1)}. ")
+    if target in ("sm_70", "sm_72"):
+        text += (f"Only a CUDA 12 ptxas still targets {target} (CUDA 12.9 reads PTX ISA up to "
+                 f"8.8; pip install nvidia-cuda-nvcc-cu12): regenerate the PTX with CUDA 12.x")
+    else:
+        text += f"Regenerate the PTX for {target} with a toolkit this compiler matches"
+        if backend == "ptxas":
+            nvj = get_backend("nvjitlink")
+            if nvj.supports(target):
+                text += f", or compile it with {nvj.status()[1]} (backend='nvjitlink')"
+    return text + (", or, if the code uses nothing newer, lower its .version line to "
+                   f"{m.group(2)} and try again.")
+
+
+def _crash_hint(exc: CompilerCrashError, target: str) -> str:
+    """Advice after a crash of an in-process compiler: the ptxas executable, if it serves."""
+    if exc.backend == "ptxas":
+        return ""
+    alt = PtxasBackend().for_target(target)
+    if alt is None:
+        return (f"\nhint: no ptxas executable here accepts {target}; another nvJitLink "
+                "release, or a different --maxrregcount, may compile it")
+    return (f"\nhint: {alt.path} (a ptxas executable) accepts {target}: compile with "
+            f"backend=PtxasBackend({alt.path!r}) or backend='ptxas'")
+
+
+def _one(job) -> Compiled:
+    ptx, target, backend, options = job[:4]
+    isolate = job[4] if len(job) > 4 else False
+    return compile_ptx(ptx, target, backend=backend, options=options, isolate=isolate)
+
+
+def compile_many(jobs, *, max_workers: Optional[int] = None) -> list:
+    """Compile independent ``(ptx, target, backend, options[, isolate])`` jobs in parallel.
+
+    Results come back in job order; the first failure is raised after all jobs finish.
+    nvJitLink holds the GIL, so threads overlap only ptxas executables and isolated
+    compiles (each of those runs in a worker child; the sweep runs its caps that way).
+    """
+    jobs = list(jobs)
+    workers = max_workers or min(len(jobs), os.cpu_count() or 1) or 1
+    if workers == 1 or len(jobs) <= 1:
+        return [_one(j) for j in jobs]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_one, j) for j in jobs]
+        concurrent.futures.wait(futures)
+        return [f.result() for f in futures]
