@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge import KernelBuilder, analyze_pressure, compile_ptx, emit, occupancy
-from ptxforge.reports.estimate import compare
+import ptxforge
+from ptxforge import (KernelBuilder, analyze_pressure, compare_with_ptxas, compile_ptx, emit,
+                      occupancy)
 from ptxforge.ptx import types as T
 
 
@@ -78,7 +79,7 @@ def driver_registers(module, name: str):
 
     if gpu_unavailable_reason() is not None:
         return None
-    return module.load()[name].attributes().num_regs
+    return ptxforge.load(module)[name].attributes().num_regs
 
 
 def show(module, target: str, block: int, gpu: bool) -> dict:
@@ -86,7 +87,7 @@ def show(module, target: str, block: int, gpu: bool) -> dict:
     kernel = module.kernels[-1]
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target)[kernel.name]
-    cmp = compare(report, stats, block_size=block, target=target, kernel=kernel)
+    cmp = compare_with_ptxas(report, stats, block_size=block, target=target, kernel=kernel)
     occ_e, occ_p = cmp.occupancy_estimate, cmp.occupancy_ptxas
     line = (f"  {kernel.name:<20} estimate {report.peak.units:>3} regs + {report.pred_peak.units} pred"
             f" | ptxas {stats.registers:>3} regs, {stats.spill_stores} B spilled"

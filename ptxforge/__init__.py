@@ -1,48 +1,58 @@
 """ptxforge: write NVIDIA PTX kernels in Python and understand their register pressure.
 
 The front doors are :class:`KernelBuilder` (write kernels in Python) and :func:`parse` (read
-PTX from any compiler); both produce the same IR (:mod:`ptxforge.ptx.ir`).  From there:
-:func:`emit` writes PTX, :func:`analyze_pressure` runs liveness and reports the peak,
+PTX from any compiler); both produce the same IR (:class:`Module`, :class:`Kernel`).  From
+there: :func:`emit` writes PTX, :func:`analyze_pressure` runs liveness and reports the peak,
 :func:`compile_ptx` asks ptxas what it assigned, :func:`occupancy` says what that costs,
-:func:`compare` puts estimate and ptxas side by side, and :func:`sass_report` adds the physical
-registers live in the SASS (read with nvdisasm).  GPU-only paths (:func:`load`) import
-the driver lazily; everything else works on a machine without a GPU.
+:func:`compare_with_ptxas` puts estimate and ptxas side by side, :func:`analyze_ptx` does all
+of it for a PTX file, and :func:`sass_report` adds the physical registers live in the SASS.
+:func:`load` runs a module on a GPU (the driver is imported only then).
+
+This top level holds the curated public API.  Everything else lives in the wing that owns it
+(see ``docs/architecture.md``)::
+
+    ptxforge.ptx        types, IR, ISA table, emitter, lexer and parser, directives, demangling
+    ptxforge.dsl        KernelBuilder and its op families, ready-made kernels
+    ptxforge.analysis   CFG, liveness, interference, pressure, mix, attribution
+    ptxforge.toolchain  backends, compile, isolation, ptxas log, cubin, caps, sweeps, SASS
+    ptxforge.reports    analyze, estimate vs ptxas, variants, occupancy/sweep/SASS reports
+    ptxforge.launch     device, arguments, arrays, module image, timing (GPU only)
+    ptxforge.testing    hypothesis strategies that generate valid kernels
+    ptxforge.arch       the target registry and the occupancy calculator
+
+Example::
+
+    >>> from ptxforge import KernelBuilder, analyze_pressure
+    >>> kb = KernelBuilder("k", target="sm_80")
+    >>> kb.ret()
+    >>> analyze_pressure(kb.build().kernels[0]).peak.units
+    0
 """
 
-from .ptx import ir, isa, types
-from .dsl import kernels
-from .reports.analyze import ModuleAnalysis, KernelAnalysis, analyze_module, analyze_ptx
-from .analysis.attribution import Attribution, attribute_registers, describe_loc, first_definitions
-from .dsl.builder import KernelBuilder, ModuleBuilder
-from .analysis.cfg import ControlFlowGraph, build_cfg
-from .reports.estimate import Comparison, Estimate, compare
-from .toolchain.compile import (CompileOptions, Compiled, KernelStats, available_backends,
-                                backend_status, compile_many, compile_ptx)
-from .toolchain.cubin import CubinInfo, read_cubin
-from .ptx.demangle import demangle, demangle_function
-from .ptx.emit import emit
-from .errors import (BackendUnavailableError, BuildError, CompileError, DeviceError, LaunchError,
-                     ParseError, PtxforgeError, PtxTypeError, UnsupportedError)
-from .toolchain.isolate import CompilerCrashError
-from .analysis.interference import (InterferenceGraph, build_interference, greedy_coloring,
-                                    max_clique, verify_coloring)
-from .analysis.liveness import Liveness, analyze_liveness
-from .analysis.mix import InstructionMix, SelpBreakdown, instruction_mix, module_mix
-from .arch.occupancy import (ArchProps, Occupancy, RegisterCliffs, arch_props, occupancy,
-                             register_cliffs)
-from .ptx.parse import parse, parse_file
 from .analysis.pressure import PressureReport, analyze_pressure
-from .toolchain.ptxas_log import PtxasLog, parse_ptxas_log
-from .toolchain.sass import (SassFunction, SassInstruction, SassLiveness, find_nvdisasm,
-                             sass_liveness)
+from .arch.occupancy import Occupancy, occupancy, register_cliffs
+from .arch.targets import Target, target
+from .dsl.builder import KernelBuilder, ModuleBuilder
+from .errors import (BackendUnavailableError, BuildError, CompileError, CompilerCrashError,
+                     DeviceError, LaunchError, ParseError, PtxforgeError, PtxTypeError,
+                     UnsupportedError)
+from .ptx.emit import emit
+from .ptx.ir import Kernel, Module
+from .ptx.parse import parse, parse_file
+from .reports.analyze import KernelAnalysis, ModuleAnalysis, analyze_module, analyze_ptx
+from .reports.cubin import analyze_cubin
+from .reports.estimate import Comparison, compare_with_ptxas
 from .reports.sass import SassReport, sass_report
-from .reports.cubin import CubinReport, analyze_cubin
-from .toolchain.sweep import Sweep, sweep
 from .reports.variants import compare_variants
+from .toolchain.compile import CompileOptions, KernelStats, compile_ptx
+from .toolchain.sweep import sweep
 
 
 def load(module_or_ptx, device: int = 0, **kwargs):
-    """JIT-load a module (IR, PTX text or cubin) on a GPU; see :func:`ptxforge.launch.loader.load`."""
+    """JIT-load a module (IR, PTX text or cubin) on a GPU; see :func:`ptxforge.launch.loader.load`.
+
+    The GPU layer is imported here, on first use, so ``import ptxforge`` needs no driver.
+    """
     from .launch.loader import load as _load
 
     return _load(module_or_ptx, device, **kwargs)
@@ -51,31 +61,21 @@ def load(module_or_ptx, device: int = 0, **kwargs):
 __version__ = "0.1.0"
 
 __all__ = [
-    # IR and types
-    "ir", "types", "isa", "kernels",
-    # front doors
-    "KernelBuilder", "ModuleBuilder", "parse", "parse_file",
-    # emit
-    "emit",
-    # analysis
-    "build_cfg", "ControlFlowGraph", "analyze_liveness", "Liveness", "analyze_pressure",
-    "PressureReport", "build_interference", "InterferenceGraph", "greedy_coloring",
-    "verify_coloring", "max_clique", "instruction_mix", "module_mix", "InstructionMix",
-    "SelpBreakdown", "attribute_registers", "first_definitions", "Attribution", "describe_loc",
-    "demangle", "demangle_function",
-    "analyze_module", "analyze_ptx", "ModuleAnalysis", "KernelAnalysis", "compare_variants",
-    # compile, occupancy, comparison
-    "compile_ptx", "compile_many", "CompileOptions", "Compiled", "KernelStats",
-    "available_backends", "backend_status", "parse_ptxas_log", "PtxasLog", "read_cubin",
-    "CubinInfo", "occupancy", "register_cliffs", "Occupancy", "RegisterCliffs", "ArchProps",
-    "arch_props", "compare", "Comparison", "Estimate", "sweep", "Sweep",
-    # SASS ground truth (nvdisasm)
-    "sass_liveness", "SassLiveness", "SassFunction", "SassInstruction", "find_nvdisasm",
-    "sass_report", "SassReport", "analyze_cubin", "CubinReport",
+    # front doors and the IR they produce
+    "KernelBuilder", "ModuleBuilder", "parse", "parse_file", "Module", "Kernel", "emit",
+    # analysis (no compiler)
+    "analyze_pressure", "PressureReport",
+    # toolchain (ptxas)
+    "compile_ptx", "CompileOptions", "KernelStats", "sweep",
+    # reports
+    "analyze_ptx", "analyze_module", "ModuleAnalysis", "KernelAnalysis", "compare_with_ptxas",
+    "Comparison", "compare_variants", "sass_report", "SassReport", "analyze_cubin",
+    # targets and occupancy
+    "Target", "target", "occupancy", "Occupancy", "register_cliffs",
     # GPU
     "load",
     # errors
     "PtxforgeError", "PtxTypeError", "BuildError", "UnsupportedError", "ParseError",
-    "CompileError", "BackendUnavailableError", "DeviceError", "LaunchError",
-    "CompilerCrashError",
+    "CompileError", "CompilerCrashError", "BackendUnavailableError", "DeviceError",
+    "LaunchError",
 ]

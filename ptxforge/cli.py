@@ -272,7 +272,7 @@ def _compare(args) -> int:
 
 
 def _sweep(args) -> int:
-    from ptxforge.reports.analyze import sweep_report
+    from ptxforge.reports.occupancy_sweep import sweep_report
 
     if args.only_caps and not args.caps:
         raise _UsageError("sweep: --only-caps needs --caps")
@@ -287,7 +287,7 @@ def _sweep(args) -> int:
 
 
 def _occupancy(args) -> int:
-    from ptxforge.reports.analyze import occupancy_report
+    from ptxforge.reports.occupancy_sweep import occupancy_report
 
     res = occupancy_report(args.arch, args.regs, args.block, args.smem)
     _emit(args, res.to_dict() if args.json else None, res.to_text)
@@ -307,7 +307,7 @@ def _sass(args) -> int:
 
 def _message(exc: PtxforgeError) -> str:
     """The error's text; a compiler crash (its stderr is noise) on one line with its hint."""
-    from ptxforge.toolchain.isolate import CompilerCrashError
+    from ptxforge.errors import CompilerCrashError
 
     if isinstance(exc, CompilerCrashError):
         return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())

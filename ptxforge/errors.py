@@ -10,6 +10,7 @@ __all__ = [
     "ParseError",
     "CompileError",
     "BackendUnavailableError",
+    "CompilerCrashError",
     "DeviceError",
     "LaunchError",
 ]
@@ -56,6 +57,18 @@ class CompileError(PtxforgeError):
         self.backend = backend
         text = message if not log else f"{message}\n--- {backend or 'ptxas'} log ---\n{log.rstrip()}"
         super().__init__(text)
+
+
+class CompilerCrashError(CompileError):
+    """The compiler crashed (in an isolated child) instead of answering.
+
+    ``crash`` is the :class:`ptxforge.toolchain.isolate.Crash` that says how the child died
+    (its signal or exit code, and its stderr, which is also the error's ``log``).
+    """
+
+    def __init__(self, message: str, crash, *, backend: str = "") -> None:
+        super().__init__(message, log=crash.stderr, backend=backend)
+        self.crash = crash
 
 
 class BackendUnavailableError(PtxforgeError):

@@ -203,7 +203,7 @@ def test_arch_specific_names_are_accepted_alike(capsys, arch, ok):
     if ok:
         assert out.startswith(f"{arch}: 32 registers/thread")
     else:
-        assert code == 2 and f"unknown architecture '{arch}'" in err and "sm_90a" in err
+        assert code == 2 and f"unknown target '{arch}'" in err and "sm_90a" in err
     code2, out2, err2 = run(capsys, "analyze", TRITON, "--arch", arch, "--no-compile")
     assert (code2 == 0) is ok and (code2 == 2) is (not ok)
 

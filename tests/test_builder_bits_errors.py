@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 
+from ptxforge.arch.targets import target as as_target
+
 from ptxforge.ptx import isa
 from ptxforge.ptx import types as T
 from ptxforge.dsl.builder import KernelBuilder
@@ -206,7 +208,7 @@ def test_ptx_and_sm_minimums_are_tight_at_ptxas(tmp_path, op, target, below):
         return out.returncode, out.stderr
 
     assert need.sm <= int(target[3:])
-    version = max(need.ptx, isa.parse_target(target).min_ptx)
+    version = max(need.ptx, as_target(target).min_ptx)
     assert run(version, target) == (0, "")
     code, log = run(below, target)
     assert code != 0 and "requires PTX ISA .version" in log, log

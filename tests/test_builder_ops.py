@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from ptxforge.arch.targets import target as as_target
+
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 from ptxforge.dsl.builder import KernelBuilder, ModuleBuilder
@@ -579,8 +581,8 @@ def test_isa_minimum_ptx_is_tight(ptxas_accepts, opcode):
         return (f".version {ver}\n.target {target}\n.address_size 64\n.visible .entry k() {{\n"
                 f"{decls}\n{body}\nret;\n}}\n")
 
-    version = max(need.ptx, isa.parse_target(target).min_ptx)
+    version = max(need.ptx, as_target(target).min_ptx)
     ptxas_accepts(ptx(f"{version[0]}.{version[1]}"), target)
-    if need.ptx > isa.parse_target(target).min_ptx:
+    if need.ptx > as_target(target).min_ptx:
         with pytest.raises(BaseException):
             ptxas_accepts(ptx(f"{need.ptx[0]}.{need.ptx[1] - 1}"), target)

@@ -238,7 +238,7 @@ def test_unknown_kernel_lists_the_names(capsys, files):
 
 @pytest.mark.parametrize("argv, needle", [
     (["analyze", "X", "--arch", "sm_99"], "unknown target 'sm_99'"),
-    (["occupancy", "--arch", "sm_42", "--regs", "32"], "unknown architecture 'sm_42'"),
+    (["occupancy", "--arch", "sm_42", "--regs", "32"], "unknown target 'sm_42'"),
     (["analyze", "X", "--block", "0"], "block size must be 1..1024"),
     (["analyze", "X", "--top", "-1"], "count must be >= 0"),
     (["sweep", "X", "--caps", "128,8"], "16..255"),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.reports.estimate import Estimate, compare
+from ptxforge.reports.estimate import Estimate, compare_with_ptxas
 from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.errors import PtxforgeError
 
@@ -14,14 +14,14 @@ PTX = Path(__file__).parent / "data" / "ptx"
 
 def test_compare_pressure_kernel():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    c = compare(Estimate(registers=69, predicates=0), k, block_size=256)
+    c = compare_with_ptxas(Estimate(registers=69, predicates=0), k, block_size=256)
     assert c.difference == 3 and c.ratio == pytest.approx(72 / 69)
     assert c.occupancy_estimate.active_blocks == 3 and c.occupancy_ptxas.active_blocks == 3
     text = c.to_text()
     assert "+3 registers" in text
     # no predicates and no cap: neither general note applies, so neither is shown
     assert "Predicates live in their own file" not in text and "Under a register cap" not in text
-    with_preds = compare(Estimate(registers=69, predicates=2), k, block_size=256).to_text()
+    with_preds = compare_with_ptxas(Estimate(registers=69, predicates=2), k, block_size=256).to_text()
     assert "Predicates live in their own file" in with_preds
     assert "Under a register cap" not in with_preds
     d = json.loads(c.to_json())
@@ -32,7 +32,7 @@ def test_compare_pressure_kernel():
 
 def test_compare_notes_spills_cap_and_occupancy_change():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80", max_registers=32)["pressure"]
-    c = compare((69, 9), k, block_size=256)
+    c = compare_with_ptxas((69, 9), k, block_size=256)
     notes = " ".join(c.notes())
     assert "cap (32) binds" in notes and "468 bytes stored" in notes
     assert "Under a register cap ptxas trades registers for spills" in notes  # a cap applies
@@ -54,8 +54,8 @@ def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
     from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=255)
-    far = compare(Estimate(50, 1), stats, block_size=256, target="sm_80")
-    near = compare(Estimate(250, 1), stats, block_size=256, target="sm_80")
+    far = compare_with_ptxas(Estimate(50, 1), stats, block_size=256, target="sm_80")
+    near = compare_with_ptxas(Estimate(250, 1), stats, block_size=256, target="sm_80")
     assert any("ptxas uses 5.1x the estimate" in n and "schedules loads early" in n
                for n in far.notes())
     assert not any("schedules loads early" in n for n in near.notes())
@@ -72,7 +72,7 @@ def test_the_fixed_overhead_is_not_called_scheduling(estimate, registers, schedu
     from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=registers)
-    notes = compare(Estimate(estimate), stats, target="sm_80").notes(general=False)
+    notes = compare_with_ptxas(Estimate(estimate), stats, target="sm_80").notes(general=False)
     assert FIXED_OVERHEAD == 3
     assert any("schedules loads early" in n for n in notes) is scheduling
     assert any("is ptxas's fixed overhead" in n for n in notes) is (not scheduling)
@@ -105,7 +105,7 @@ def _compare_built(module, target):
     kernel = module.kernel("k")
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target, backend="nvjitlink")["k"]
-    return compare((report.peak.units, report.pred_peak.units), stats, target=target,
+    return compare_with_ptxas((report.peak.units, report.pred_peak.units), stats, target=target,
                    kernel=kernel)
 
 
@@ -140,7 +140,7 @@ def test_floor_replaces_the_scheduling_note():
 
 def test_compare_speaks_the_cli_vocabulary_too():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    d = compare(Estimate(registers=69), k, block_size=256).to_dict()["occupancy"]["ptxas"]
+    d = compare_with_ptxas(Estimate(registers=69), k, block_size=256).to_dict()["occupancy"]["ptxas"]
     assert d["blocks_per_sm"] == d["active_blocks"] == 3
     assert d["limiter"] == d["limiting"][0] == "registers"
     assert d["launchable"] is True and d["reason"] is None
@@ -150,14 +150,14 @@ def test_compare_given_a_whole_compiled_module_says_to_pick_a_kernel():
     c = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")
     with pytest.raises(PtxforgeError, match=r"pick one with compiled\[name\], "
                                             r"e.g. compiled\['pressure'\]"):
-        compare(Estimate(registers=69), c)
+        compare_with_ptxas(Estimate(registers=69), c)
     with pytest.raises(PtxforgeError, match="expected a KernelStats"):
-        compare(Estimate(registers=69), {"registers": 72})
+        compare_with_ptxas(Estimate(registers=69), {"registers": 72})
 
 
 def test_compare_on_a_target_without_occupancy_table():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    c = compare(Estimate(registers=69), k, target="sm_110")
+    c = compare_with_ptxas(Estimate(registers=69), k, target="sm_110")
     assert c.occupancy_ptxas is None and c.to_dict()["occupancy"] == {"estimate": None,
                                                                       "ptxas": None}
     assert "occupancy n/a" in c.to_text()
@@ -185,7 +185,7 @@ def test_local_array_note_tells_the_own_frame_from_the_call_graphs_stack():
     s = compile_ptx(nvrtc(_OWN_AND_CALLEE, "own_and_callee", "sm_80"), "sm_80")["own_and_callee"]
     assert (s.local_array_bytes, s.body_stack_frame, s.stack_known) == (32, 0, True)
     assert s.stack_frame > 0 and s.callees == ("_Z6helperPKfi",)
-    c = compare(10, s)
+    c = compare_with_ptxas(10, s)
     (note,) = [n for n in c.notes() if "local arrays" in n]
     assert note == ("The PTX declares 32 bytes of local arrays, but the kernel's own frame is "
                     "0 bytes: ptxas kept the rest out of it (in registers, or optimised away). "

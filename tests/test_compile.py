@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from ptxforge.arch.targets import target as as_target
 from ptxforge.toolchain.backends import PtxasBackend, find_ptxas, ptxas_version
 from ptxforge.toolchain.compile import (CompileOptions, available_backends, backend_status,
-                                             compile_many, compile_ptx, normalize_target,
+                                             compile_many, compile_ptx,
                                              ptx_entries)
 from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
 
@@ -38,10 +39,10 @@ def test_options_validated(bad):
 
 
 def test_targets():
-    assert normalize_target("8.6") == "sm_86" and normalize_target(90) == "sm_90"
-    assert normalize_target("sm_120a") == "sm_120a"
-    with pytest.raises(PtxforgeError, match="unknown target 'sm_61'"):
-        normalize_target("sm_61")
+    assert as_target("8.6").name == "sm_86" and as_target(90).name == "sm_90"
+    assert as_target("sm_120a").name == "sm_120a"
+    with pytest.raises(PtxforgeError, match="unknown target 'sm_61x'"):
+        as_target("sm_61x")
 
 
 def test_ptx_entries_directives_and_local_arrays():

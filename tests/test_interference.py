@@ -204,7 +204,9 @@ def test_colouring_is_the_same_in_every_process():
     script = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from corpus_util import corpus_ptx\n"
-        "from ptxforge import parse, analyze_liveness, build_interference, greedy_coloring\n"
+        "from ptxforge import parse\n"
+        "from ptxforge.analysis.liveness import analyze_liveness\n"
+        "from ptxforge.analysis.interference import build_interference, greedy_coloring\n"
         "k = parse(corpus_ptx('gemm', 'sm_80')).kernel('sgemm_8x8')\n"
         "c = greedy_coloring(build_interference(analyze_liveness(k)))\n"
         "print(sorted(c.colors.items()))\n")

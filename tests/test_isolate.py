@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ptxforge.toolchain.compile import compile_ptx
-from ptxforge.errors import CompileError, PtxforgeError
-from ptxforge.toolchain.isolate import Crash, CompilerCrashError, WorkerPool, error_from_child
+from ptxforge.errors import CompileError, PtxforgeError, UnsupportedError
+from ptxforge.errors import CompilerCrashError
+from ptxforge.toolchain.isolate import Crash, WorkerPool, error_from_child
 
 from compile_sources import OCTREE_WALK, nvrtc
 from crashing_backend import CrashAtCap
@@ -33,10 +34,10 @@ def test_a_child_that_dies_is_a_crash_and_the_pool_goes_on():
 
 def test_an_exception_in_the_child_comes_back_as_one():
     with WorkerPool(1) as pool:
-        kind, info = pool.run(("call", ("ptxforge.toolchain.compile", "normalize_target", ("sm_61",))))
-    assert kind == "raise" and info["type"] == "ptxforge.errors.PtxforgeError"
+        kind, info = pool.run(("call", ("ptxforge.arch.targets", "target", ("sm_61x",))))
+    assert kind == "raise" and info["type"] == "ptxforge.errors.UnsupportedError"
     err = error_from_child(info)
-    assert type(err) is PtxforgeError and "unknown target 'sm_61'" in str(err)
+    assert type(err) is UnsupportedError and "unknown target 'sm_61x'" in str(err)
     with WorkerPool(1) as pool:
         kind, info = pool.run(("call", ("no_such_module_here", "f", ())))
     assert kind == "raise" and "ModuleNotFoundError" in str(error_from_child(info))

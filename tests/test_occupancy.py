@@ -68,7 +68,9 @@ def test_cliffs():
 
 
 def test_errors_name_what_was_expected():
-    with pytest.raises(PtxforgeError, match="unknown architecture 'sm_61'"):
+    with pytest.raises(PtxforgeError, match="unknown target 'sm_42'; expected one of sm_50"):
+        occupancy(32, 256, "sm_42")
+    with pytest.raises(PtxforgeError, match="no occupancy table for sm_61: "):
         occupancy(32, 256, "sm_61")
     with pytest.raises(PtxforgeError, match="block_size"):
         occupancy(32, 0, "sm_80")

@@ -6,7 +6,7 @@ import json
 
 from liveness_kit import SAMPLES, inst, kernel
 from ptxforge.ptx import ir, types
-from ptxforge.analysis.pressure import SCHEMA, analyze_module, analyze_pressure, sparkline
+from ptxforge.analysis.pressure import SCHEMA, pressure_by_kernel, analyze_pressure, sparkline
 
 
 def report_of(name: str, **kw):
@@ -147,7 +147,7 @@ def test_output_is_deterministic():
 def test_empty_kernel_and_module():
     m = ir.Module("8.0", "sm_80", kernels=(kernel(SAMPLES["straight"], "a"), kernel(SAMPLES["loop"], "b"),
                                            ir.Kernel("proto", body=None, is_entry=False)))
-    reports = analyze_module(m)
+    reports = pressure_by_kernel(m)
     assert list(reports) == ["a", "b"]
     assert [r.peak.units for r in reports.values()] == [4, 5]
     empty = analyze_pressure(ir.Kernel("e", body=()))
@@ -172,14 +172,14 @@ def test_analyze_pressure_names_what_it_was_given_instead_of_a_kernel():
 
 
 def test_a_report_is_an_estimate_for_compare():
-    from ptxforge.reports.estimate import compare
+    from ptxforge.reports.estimate import compare_with_ptxas
     from ptxforge import compile_ptx, emit
     from ptxforge.dsl import kernels
     from ptxforge.analysis.pressure import analyze_pressure
 
     module = kernels.saxpy()
     report = analyze_pressure(module.kernels[0])
-    c = compare(report, compile_ptx(emit(module), "sm_80")["saxpy"])
+    c = compare_with_ptxas(report, compile_ptx(emit(module), "sm_80")["saxpy"])
     assert (c.estimate.registers, c.estimate.predicates) == (report.peak.units, report.pred_peak.units)
     assert c.estimate.source == "PressureReport"
 

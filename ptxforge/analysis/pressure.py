@@ -76,7 +76,7 @@ __all__ = [
     "Timeline",
     "PressureReport",
     "analyze_pressure",
-    "analyze_module",
+    "pressure_by_kernel",
     "sparkline",
 ]
 
@@ -540,21 +540,21 @@ def _not_a_kernel(value) -> str:
     if isinstance(value, ir.Module):
         names = ", ".join(k.name for k in value.kernels if k.body is not None) or "none"
         return ("analyze_pressure: expected an ir.Kernel, got an ir.Module; pick one with "
-                f"module.kernel(name) (it has: {names}) or use analyze_module(module)")
+                f"module.kernel(name) (it has: {names}) or use pressure_by_kernel(module)")
     if isinstance(value, ir.Kernel):
         return f"analyze_pressure: {value.name} is a prototype without a body"
     hint = "; build() it first" if hasattr(value, "build") else ""
     return f"analyze_pressure: expected an ir.Kernel, got {type(value).__name__}{hint}"
 
 
-def analyze_module(module: ir.Module, **kwargs) -> dict[str, PressureReport]:
+def pressure_by_kernel(module: ir.Module, **kwargs) -> dict[str, PressureReport]:
     """Reports for every function with a body in ``module``, in module order.
 
     Example::
 
         >>> from ptxforge.ptx import ir
         >>> m = ir.Module("8.0", "sm_80", kernels=(ir.Kernel("a", body=(ir.Instruction("ret"),)),))
-        >>> list(analyze_module(m))
+        >>> list(pressure_by_kernel(m))
         ['a']
     """
     return {k.name: analyze_pressure(k, **kwargs) for k in module.kernels if k.body is not None}

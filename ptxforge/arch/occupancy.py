@@ -24,126 +24,53 @@ Example::
 
 from __future__ import annotations
 
-import re
 from typing import Optional, Union
 
 import attrs
 
-from ptxforge.errors import PtxforgeError
+from ptxforge.errors import PtxforgeError, UnsupportedError
+from .targets import TARGETS, ArchProps, Target
+from .targets import target as as_target
 
-__all__ = ["ArchProps", "ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
+__all__ = ["ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
            "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table"]
 
 INT_MAX = 2**31 - 1
 KB = 1024
 
 
-@attrs.frozen(slots=True)
-class ArchProps:
-    """The per-compute-capability properties the calculator needs (cudaDeviceProp subset)."""
-
-    major: int
-    minor: int
-    max_threads_per_block: int
-    max_threads_per_sm: int
-    regs_per_block: int
-    regs_per_sm: int
-    shared_per_block: int           # default per-block limit (48 KB)
-    shared_per_sm: int              # the largest carveout
-    shared_per_block_optin: int
-    reserved_shared_per_block: int  # 1 KB on 8.0+
-    max_blocks_per_sm: int
-    carveouts_kb: tuple             # supported shared-memory carveouts, KB
-    warp_size: int = 32
-    sub_partitions: int = 4
-    reg_alloc_unit: int = 256
-    max_regs_per_thread: int = 255
-
-    @property
-    def cc(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    @property
-    def max_warps_per_sm(self) -> int:
-        return self.max_threads_per_sm // self.warp_size
-
-    @property
-    def smem_alloc_unit(self) -> int:
-        return 256 if self.major < 8 else 128
-
-    @property
-    def barrier_factor(self) -> int:
-        """Barriers available per resident-block slot (9.0+ only enter the calculation)."""
-        if self.major == 8:
-            return 2 if self.minor == 0 else 1
-        if self.major == 10:
-            return 2 if self.minor == 0 else 1
-        if self.major == 12:
-            return 1
-        return 2
+#: The occupancy tables by compute capability (``"8.6"``): a view of the target registry.
+ARCHS: dict = {t.cc: t.props for t in TARGETS.values() if t.props is not None and not t.suffix}
 
 
-def _props(major, minor, threads_sm, smem_sm_kb, max_blocks, carveouts, reserved):
-    return ArchProps(major, minor, 1024, threads_sm, 65536, 65536, 48 * KB, smem_sm_kb * KB,
-                     (smem_sm_kb - (1 if reserved else 0)) * KB, KB if reserved else 0,
-                     max_blocks, tuple(carveouts))
+def arch_props(target: Union[str, int, Target, ArchProps]) -> ArchProps:
+    """Properties for ``"sm_86"``, ``"sm_90a"``, ``"8.6"``, ``86``, a Target or an ArchProps.
+
+    A name the registry does not know, or a target it has no occupancy table for, raises
+    UnsupportedError with the registry's reason.
+    """
+    if isinstance(target, ArchProps):
+        return target
+    tgt = as_target(target)
+    if tgt.props is None:
+        raise UnsupportedError(f"occupancy: {tgt.occupancy_reason}")
+    return tgt.props
 
 
-_VOLTA = (0, 8, 16, 32, 64, 96)
-_A100 = (0, 8, 16, 32, 64, 100, 132, 164)
-_GA10X = (0, 8, 16, 32, 64, 100)
-_H100 = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
-
-#: Properties of the supported compute capabilities (NVIDIA CUDA C++ Programming Guide,
-#: "Compute Capabilities" table; carveouts and block limits as cuda_occupancy.h models them).
-ARCHS: dict = {
-    "7.0": _props(7, 0, 2048, 96, 32, _VOLTA, False),
-    "7.2": _props(7, 2, 2048, 96, 32, _VOLTA, False),
-    "7.5": _props(7, 5, 1024, 64, 16, (32, 64), False),
-    "8.0": _props(8, 0, 2048, 164, 32, _A100, True),
-    "8.6": _props(8, 6, 1536, 100, 16, _GA10X, True),
-    "8.7": _props(8, 7, 1536, 164, 16, _A100, True),
-    "8.9": _props(8, 9, 1536, 100, 24, _GA10X, True),
-    "9.0": _props(9, 0, 2048, 228, 32, _H100, True),
-    "10.0": _props(10, 0, 2048, 228, 32, _H100, True),
-    "10.3": _props(10, 3, 2048, 228, 32, _H100, True),
-    "12.0": _props(12, 0, 1536, 100, 24, _GA10X, True),
-    "12.1": _props(12, 1, 1536, 100, 24, _GA10X, True),
-}
-
-
-def arch_props(arch: Union[str, int, ArchProps]) -> ArchProps:
-    """Properties for ``"sm_86"``, ``"sm_90a"``, ``"8.6"``, ``86`` or an :class:`ArchProps`."""
-    if isinstance(arch, ArchProps):
-        return arch
-    s = str(arch).strip().lower()
-    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)([af]?)", s)
-    if m:
-        digits = m.group(1)
-        key = f"{digits[:-1]}.{digits[-1]}"
-    else:
-        key = s
-    if key not in ARCHS:
-        raise PtxforgeError(f"occupancy: unknown architecture {arch!r}; expected one of "
-                            f"{', '.join('sm_' + k.replace('.', '') for k in ARCHS)}")
-    return ARCHS[key]
-
-
-def unknown_arch_reason(arch) -> Optional[str]:
-    """None when the table covers ``arch``; else why its occupancy cannot be computed.
+def unknown_arch_reason(target) -> Optional[str]:
+    """None when the occupancy table covers ``target``; else why it cannot be computed.
 
     Example::
 
         >>> unknown_arch_reason("sm_80") is None
         True
     """
+    if isinstance(target, ArchProps):
+        return None
     try:
-        arch_props(arch)
-    except PtxforgeError:
-        return (f"no occupancy table for {arch}: its per-SM limits (threads, registers, shared "
-                "memory) are not in ptxforge's table, which covers "
-                f"{', '.join('sm_' + k.replace('.', '') for k in ARCHS)}")
-    return None
+        return as_target(target).occupancy_reason
+    except UnsupportedError as exc:
+        return str(exc)
 
 
 def _ceil_div(x: int, y: int) -> int:

@@ -12,7 +12,7 @@ from typing import Optional
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from .checks import half_bits
-from .core import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
+from .checks import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
 from ptxforge.errors import BuildError
 
 __all__ = ["ArithOps", "SEED_INPLACE"]

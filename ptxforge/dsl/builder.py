@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ptxforge.ptx import ir, isa
+from ptxforge.arch.targets import target as as_target
+from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 from .arith import SEED_INPLACE, ArithOps
 from .bits import BitOps, lop3_lut
@@ -80,8 +81,7 @@ class ModuleBuilder:
     """
 
     def __init__(self, target: str = "sm_80") -> None:
-        isa.parse_target(target)
-        self.target = target
+        self.target = as_target(target).name
         self._builders: list = []
 
     def _add(self, builder: KernelBuilder) -> KernelBuilder:

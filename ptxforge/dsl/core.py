@@ -19,9 +19,10 @@ from typing import Optional, Union
 
 import attrs
 
+from ptxforge.arch.targets import target as as_target
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
-from .checks import (_check_ident, _expect_list, _register_internal, _where, caller_loc,
+from .checks import (_check_ident, _register_internal, _where, caller_loc,
                      check_owned, fits, make_immediate, ty_reg, type_error)
 from ptxforge.ptx.emit import emit
 from ptxforge.errors import BuildError, PtxTypeError
@@ -100,8 +101,7 @@ class _Core:
                  _module: "Optional[ModuleBuilder]" = None) -> None:
         loc = caller_loc()
         self.name = _check_ident(name, "kernel", loc)
-        isa.parse_target(target)
-        self.target = target
+        self.target = as_target(target).name
         self.is_entry = is_entry
         self._module = _module
         self._params: list = []

@@ -11,9 +11,9 @@ from typing import Optional
 
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
-from .core import (Array, ParamRef, _expect_list, _register_internal, _where, caller_loc, ty_reg,
+from .core import (Array, ParamRef, _register_internal, _where, caller_loc, ty_reg,
                    type_error)
-from .checks import check_vector_alignment, half_bits, make_immediate
+from .checks import _expect_list, check_vector_alignment, half_bits, make_immediate
 from ptxforge.ptx.emit import format_immediate
 from ptxforge.errors import BuildError
 

@@ -24,6 +24,7 @@ import attrs
 
 from ptxforge.ptx import ir
 from .args import param_layout
+from ptxforge.arch.targets import TARGETS
 from ptxforge.errors import LaunchError, PtxforgeError
 
 __all__ = [
@@ -70,13 +71,13 @@ def check_target(target: Optional[str], compute_capability: tuple) -> Optional[s
     only on X.Y (``f``: on the same major family with minor >= Y)."""
     if target is None:
         return None
-    match = re.fullmatch(r"sm_(\d+)(\d)([af]?)", target)
-    if not match:
+    tgt = TARGETS.get(target)   # the exact word of a PTX .target directive
+    if tgt is None:
         return f"unrecognized PTX target {target!r}"
-    need = (int(match.group(1)), int(match.group(2)))
+    need = (tgt.major, tgt.minor)
     have = tuple(compute_capability)
     device = f"sm_{have[0]}{have[1]}"
-    suffix = match.group(3)
+    suffix = tgt.suffix
     if suffix == "a" and have != need:
         return (f"the PTX targets {target}, which runs only on compute capability "
                 f"{need[0]}.{need[1]}, but the device is {device}; build for {device}")

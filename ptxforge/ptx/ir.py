@@ -402,12 +402,6 @@ class Module:
     def entries(self) -> tuple[Kernel, ...]:
         return tuple(k for k in self.kernels if k.is_entry and k.body is not None)
 
-    def load(self, device: int = 0, **kwargs):
-        """JIT-load this module on a GPU (lazy import; see :func:`ptxforge.launch.loader.load`)."""
-        from ptxforge.launch.loader import load
-
-        return load(self, device, **kwargs)
-
     def kernel(self, name: str) -> Kernel:
         """The function named ``name``; raises a ptxforge error listing the names there are."""
         for k in self.kernels:

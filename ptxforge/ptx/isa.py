@@ -18,12 +18,12 @@ Example::
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 import attrs
 
 from . import types as T
+from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BuildError, UnsupportedError
 
 __all__ = [
@@ -33,13 +33,10 @@ __all__ = [
     "Rule",
     "Forbid",
     "OpSpec",
-    "Target",
-    "TARGETS",
     "OPS",
     "ROUNDING_FLOAT",
     "ROUNDING_INT",
     "COMPARISONS",
-    "parse_target",
     "requirement",
     "check_supported",
     "forbidden",
@@ -104,16 +101,6 @@ class OpSpec:
         return ty in self.types
 
 
-@attrs.frozen(slots=True)
-class Target:
-    """A compilation target such as ``sm_90a``: SM number, arch-specific suffix, PTX minimum."""
-
-    name: str
-    sm: int
-    suffix: str
-    min_ptx: tuple
-
-
 def _req(sm: int, ptx: str) -> Requirement:
     """Requirement from ``sm`` and a ``"maj.min"`` string."""
     major, minor = ptx.split(".")
@@ -123,30 +110,6 @@ def _req(sm: int, ptx: str) -> Requirement:
 def _rules(*rows: tuple) -> tuple:
     """Rules from ``(tokens, sm, ptx)`` rows, tokens space-separated."""
     return tuple(Rule(tuple(tokens.split()), _req(sm, ptx)) for tokens, sm, ptx in rows)
-
-
-# Lowest PTX ISA version that knows each target (PTX ISA "Release notes" / target table);
-# every entry from sm_75 on was checked by compiling an empty kernel with nvJitLink at the
-# listed version (accepted) and one minor version below (rejected).
-TARGETS: dict[str, Target] = {}
-for _name, _ptx in (
-    ("sm_50", "4.0"), ("sm_52", "4.1"), ("sm_53", "4.2"), ("sm_60", "5.0"), ("sm_61", "5.0"),
-    ("sm_62", "5.0"), ("sm_70", "6.0"), ("sm_72", "6.1"), ("sm_75", "6.3"), ("sm_80", "7.0"),
-    ("sm_86", "7.1"), ("sm_87", "7.4"), ("sm_89", "7.8"), ("sm_90", "7.8"), ("sm_90a", "8.0"),
-    ("sm_100", "8.6"), ("sm_100a", "8.6"), ("sm_101", "8.6"), ("sm_101a", "8.6"),
-    ("sm_120", "8.7"), ("sm_120a", "8.7"),
-):
-    _m = re.fullmatch(r"sm_(\d+)([a-z]?)", _name)
-    TARGETS[_name] = Target(_name, int(_m.group(1)), _m.group(2), _req(0, _ptx).ptx)
-
-
-def parse_target(name: str) -> Target:
-    """The :class:`Target` named ``name`` (``"sm_80"``); UnsupportedError lists known ones."""
-    try:
-        return TARGETS[name]
-    except KeyError:
-        known = ", ".join(TARGETS)
-        raise UnsupportedError(f"unknown target {name!r}; ptxforge knows: {known}") from None
 
 
 ROUNDING_FLOAT = ("rn", "rz", "rm", "rp")
@@ -388,7 +351,7 @@ def check_supported(opcode: str, target: str, op: str = "", where: str = "") -> 
     if reason:
         raise BuildError(f"{name}: ptxas rejects {reason} ({opcode}) on every target{at}")
     need = requirement(opcode)
-    tgt = parse_target(target)
+    tgt = as_target(target)
     if need.sm > tgt.sm:
         raise UnsupportedError(
             f"{name}: {opcode} needs {need} (minimum target sm_{need.sm}), "
@@ -401,7 +364,7 @@ def min_ptx_version(target: str, instructions: Iterable) -> str:
 
     ``instructions`` are :class:`ptxforge.ptx.ir.Instruction` objects (anything with ``opcode``).
     """
-    best = parse_target(target).min_ptx
+    best = as_target(target).min_ptx
     for inst in instructions:
         best = max(best, requirement(inst.opcode).ptx)
     return f"{best[0]}.{best[1]}"

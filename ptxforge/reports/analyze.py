@@ -67,14 +67,13 @@ from .peak import display_name, full_name, peak_groups
 from .resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats, launch_limits,
                         local_array_bytes, ptxas_fields, register_limit, resolve_arch,
                         resolve_block, static_shared_bytes)
-from .analyze_text import render_kernel, render_module, render_occupancy
-from .estimate import Comparison, Estimate, compare
-from ptxforge.toolchain.compile import (TARGETS, CompileOptions, KernelStats, compile_ptx,
-                                             normalize_target)
-from ptxforge.errors import PtxforgeError
+from .analyze_text import render_kernel, render_module
+from .estimate import Comparison, Estimate, compare_with_ptxas
+from ptxforge.arch.targets import target as as_target
+from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
+from ptxforge.errors import PtxforgeError, UnsupportedError
 from ptxforge.analysis.mix import InstructionMix, instruction_mix
-from ptxforge.arch.occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy,
-                                          register_cliffs, unknown_arch_reason)
+from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.ptx.parse import parse
 from ptxforge.analysis.pressure import PressureReport, analyze_pressure
 
@@ -110,18 +109,10 @@ def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
         >>> check_arch("8.6"), check_arch("sm_90a", compile=False)
         ('sm_86', 'sm_90a')
     """
-    if compile:
-        return normalize_target(arch)
-    covered = [t for t in TARGETS if unknown_arch_reason(t) is None]
-    try:
-        name = normalize_target(arch)
-    except PtxforgeError:
-        raise PtxforgeError(f"occupancy: unknown architecture {arch!r}; expected one of "
-                            f"{', '.join(covered)}") from None
-    reason = unknown_arch_reason(name)
-    if reason is not None:
-        raise PtxforgeError(f"occupancy: {reason}")
-    return name
+    tgt = as_target(arch)
+    if not compile and tgt.occupancy_reason is not None:
+        raise UnsupportedError(f"occupancy: {tgt.occupancy_reason}")
+    return tgt.name
 
 
 def occupancy_fields(occ: Occupancy) -> dict:
@@ -193,7 +184,7 @@ class KernelAnalysis:
         """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
         if self.stats is None:
             return None
-        c = compare(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
+        c = compare_with_ptxas(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
                     kernel=self.kernel, dynamic_shared=self.dynamic_shared)
         if not self.is_entry:  # a .func is not launched: no occupancy to compare
             c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
@@ -365,7 +356,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
     Raises :class:`~ptxforge.errors.PtxforgeError` for an unknown arch or kernel and
     :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
     in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of nvJitLink raises
-    :class:`~ptxforge.toolchain.isolate.CompilerCrashError` instead of ending this process (the first
+    :class:`~ptxforge.errors.CompilerCrashError` instead of ending this process (the first
     compile starts the worker: about 0.1 s once per process).
 
     Example::
@@ -486,5 +477,3 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
         module = parse(text, filename)
         return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
 
-
-from .occupancy_sweep import (OccupancyReport, SweepReport, occupancy_report, sweep_report)  # noqa: E402

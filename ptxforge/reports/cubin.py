@@ -33,7 +33,7 @@ import attrs
 from .peak import display_name, full_name
 from .resources import DEFAULT_BLOCK, cliffs_at, register_limit
 from ptxforge._text import clip, table
-from ptxforge.toolchain.compile import normalize_target
+from ptxforge.arch.targets import target as as_target
 from ptxforge.toolchain.cubin import read_cubin
 from ptxforge.errors import PtxforgeError
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
@@ -188,12 +188,12 @@ def analyze_cubin(data: bytes, file: str = "<cubin>", arch: Optional[Union[str, 
     info = read_cubin(bytes(data))
     tgt = f"sm_{info.sm}"
     try:
-        tgt = normalize_target(tgt)
+        tgt = as_target(tgt).name
     except PtxforgeError:
         pass
     if arch is not None:
-        given = normalize_target(arch)
-        if given.rstrip("af") != tgt:
+        given = as_target(arch).name
+        if as_target(given).base != tgt:
             raise PtxforgeError(f"{file} is a cubin for {tgt}; --arch {given} does not apply "
                                 "(a cubin runs only on its own SM): drop --arch")
         tgt = given

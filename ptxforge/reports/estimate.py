@@ -18,11 +18,11 @@ parts; a report notes the ones that apply to the kernel:
   gets at least 24 registers on sm_75 to sm_89 (a one-shfl kernel: 24 instead of 8; not on
   sm_90+, not with the CUDA 12.9 ptxas), and a kernel that calls a function gets at least 24
   on every target (the call ABI) — its count is the maximum over its call graph, while the
-  estimate covers the kernel's own body.  Pass the kernel to :func:`compare` to have this noted.
+  estimate covers the kernel's own body.  Pass the kernel to :func:`compare_with_ptxas` to have this noted.
 
 Example::
 
-    >>> c = compare(Estimate(registers=40, predicates=2), stats, block_size=256)   # doctest: +SKIP
+    >>> c = compare_with_ptxas(Estimate(registers=40, predicates=2), stats, block_size=256)   # doctest: +SKIP
     >>> print(c.to_text())                                                           # doctest: +SKIP
 """
 
@@ -35,6 +35,7 @@ import attrs
 
 from ptxforge.toolchain.compile import Compiled, KernelStats
 from ptxforge.errors import PtxforgeError
+from ptxforge.arch.targets import target as as_target
 from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
 
 __all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "FIXED_OVERHEAD",
@@ -93,7 +94,7 @@ class Estimate:
                         preds = p
                         break
                 return cls(regs, preds, type(value).__name__)
-        raise PtxforgeError(f"compare: cannot read a register estimate from "
+        raise PtxforgeError(f"compare_with_ptxas: cannot read a register estimate from "
                             f"{type(value).__name__}; expected an int, (registers, predicates) "
                             "or an object with .registers and .predicates")
 
@@ -127,7 +128,7 @@ class Comparison:
                     "estimate covers this kernel's own body; analyse the callees too.")
         if not self.estimate.registers < _FLOOR <= self.stats.registers:
             return ""
-        if "warp-sync" in self.features and self.target.rstrip("af") in _WARP_SYNC_FLOOR_TARGETS:
+        if "warp-sync" in self.features and as_target(self.target).base in _WARP_SYNC_FLOOR_TARGETS:
             return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
                     f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "
                     "one-shfl kernel gets 24 instead of 8), so the gap is that floor: ptxas "
@@ -292,7 +293,7 @@ def register_floor_features(kernel) -> tuple:
     return tuple(sorted(found))
 
 
-def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
+def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
             dynamic_shared: int = 0, kernel=None) -> Comparison:
     """Compare a liveness estimate with ptxas's stats for the same kernel.
 
@@ -300,14 +301,14 @@ def compare(estimate, stats: KernelStats, *, block_size: int = 256, target: Opti
     the register floors some instructions set (calls, warp-synchronous instructions).
     """
     if isinstance(stats, Compiled):
-        raise PtxforgeError(f"compare: expected one kernel's KernelStats, got a Compiled with "
+        raise PtxforgeError(f"compare_with_ptxas: expected one kernel's KernelStats, got a Compiled with "
                             f"kernels {[k.name for k in stats.kernels]}; pick one with "
                             f"compiled[name], e.g. compiled[{stats.kernels[0].name!r}]"
                             if stats.kernels else
-                            "compare: expected one kernel's KernelStats, got a Compiled with "
+                            "compare_with_ptxas: expected one kernel's KernelStats, got a Compiled with "
                             "no kernels")
     if not isinstance(stats, KernelStats):
-        raise PtxforgeError(f"compare: expected a KernelStats (compiled[name]), got "
+        raise PtxforgeError(f"compare_with_ptxas: expected a KernelStats (compiled[name]), got "
                             f"{type(stats).__name__}")
     est = Estimate.of(estimate)
     tgt = target or stats.target

@@ -29,7 +29,8 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.toolchain.compile import KernelStats, normalize_target
+from ptxforge.arch.targets import target as as_target
+from ptxforge.toolchain.compile import KernelStats
 from ptxforge.errors import PtxforgeError
 from ptxforge.toolchain.kernel_stats import callee_spills, deepest_chain
 from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
@@ -139,17 +140,22 @@ def resolve_arch(arch: Optional[Union[str, int]], ptx_target: Optional[str]) -> 
     own ``.target`` when ptxforge knows it (``"target"``); else :data:`DEFAULT_ARCH`
     (``"default"``) with a note saying why."""
     if arch is not None:
-        return normalize_target(arch), "given", None
+        return as_target(arch).name, "given", None
     word = (ptx_target or "").split(",")[0].strip()
     if not word:
         return DEFAULT_ARCH, "default", (f"the PTX has no .target: analysed for {DEFAULT_ARCH}"
                                          " (pass --arch to choose)")
     try:
-        return normalize_target(word), "target", None
+        tgt = as_target(word)
     except PtxforgeError:
         return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is not a target ptxforge "
-                                         f"compiles for (sm_70 … sm_121): analysed for "
+                                         f"knows: analysed for {DEFAULT_ARCH} (pass --arch to "
+                                         "choose)")
+    if tgt.props is None and 13 not in tgt.toolkits:
+        return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is compiled only by CUDA 12 "
+                                         "and has no occupancy table: analysed for "
                                          f"{DEFAULT_ARCH} (pass --arch to choose)")
+    return tgt.name, "target", None
 
 
 def register_limit(arch: str) -> int:

@@ -73,8 +73,9 @@ class Backend:
 
     def finish(self, outcome, target: str, options) -> RawResult:
         """The RawResult of a worker's outcome; raises what the child raised, or
-        :class:`~ptxforge.toolchain.isolate.CompilerCrashError` when the child died."""
-        from .isolate import Crash, CompilerCrashError, error_from_child
+        :class:`~ptxforge.errors.CompilerCrashError` when the child died."""
+        from ptxforge.errors import CompilerCrashError
+        from .isolate import Crash, error_from_child
 
         if isinstance(outcome, Crash):
             cap = getattr(options, "max_registers", None)

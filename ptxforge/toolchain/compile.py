@@ -15,7 +15,7 @@ for the GPU present and reads the function attributes the driver reports.
 
 ``isolate=True`` runs an in-process backend (nvJitLink) in a worker child
 (:mod:`ptxforge.toolchain.isolate`): a crash inside the native library then raises
-:class:`~ptxforge.toolchain.isolate.CompilerCrashError` instead of ending the caller's process.  The
+:class:`~ptxforge.errors.CompilerCrashError` instead of ending the caller's process.  The
 register-cap sweep always isolates.
 """
 
@@ -29,37 +29,17 @@ from typing import Optional, Union
 import attrs
 
 from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
+from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
-from .isolate import CompilerCrashError
+from ptxforge.errors import CompilerCrashError
 from .kernel_stats import KernelStats, kernel_stats
 from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
 from .ptxas_log import PtxasLog, parse_ptxas_log
 
-__all__ = ["TARGETS", "normalize_target", "CompileOptions", "KernelStats", "Compiled",
+__all__ = ["CompileOptions", "KernelStats", "Compiled",
            "compile_ptx", "compile_many", "get_backend", "available_backends", "backend_status",
            "ptx_entries", "PtxEntry", "prepare_options", "explain_compile_error",
            "compiled_from_raw"]
-
-_BASE_TARGETS = ("sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89",
-                 "sm_90", "sm_100", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121")
-_A_VARIANTS = ("sm_90a", "sm_100a", "sm_101a", "sm_103a", "sm_110a", "sm_120a", "sm_121a")
-_F_VARIANTS = ("sm_100f", "sm_101f", "sm_103f", "sm_110f", "sm_120f", "sm_121f")
-#: Every target name the options accept (whether a given toolkit accepts it is its business).
-TARGETS = _BASE_TARGETS + _A_VARIANTS + _F_VARIANTS
-
-
-def normalize_target(target: Union[str, int]) -> str:
-    """``"sm_80"`` from ``"sm_80"``, ``"80"``, ``80``, ``"8.0"`` or ``"compute_80"``."""
-    s = str(target).strip().lower()
-    m = re.fullmatch(r"(\d+)\.(\d)", s)
-    if m:
-        s = m.group(1) + m.group(2)
-    s = re.sub(r"^(sm_|compute_)", "", s)
-    name = "sm_" + s
-    if name not in TARGETS:
-        raise PtxforgeError(f"compile: unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return name
-
 
 def _opt_level(_, attribute, value):
     if value not in (None, 0, 1, 2, 3) or isinstance(value, bool):
@@ -122,13 +102,13 @@ class CompileOptions:
 
     def ptxas_args(self, target: str) -> list:
         """Command-line flags for a ptxas executable (input and output files not included)."""
-        return [f"-arch={normalize_target(target)}", "-v", *self._common(), *self.extra]
+        return [f"-arch={as_target(target).name}", "-v", *self._common(), *self.extra]
 
     def nvjitlink_args(self, target: str) -> list:
         """Options for nvJitLinkCreate."""
         # nvJitLink's own -O takes only 0 and 3 (ERROR_UNRECOGNIZED_OPTION for -O1/-O2);
         # ptxas's level goes through -Xptxas, which nvJitLink hands to its ptxas unchanged.
-        args = [f"-arch={normalize_target(target)}", "-verbose", f"-Xptxas=-O{self.level}"]
+        args = [f"-arch={as_target(target).name}", "-verbose", f"-Xptxas=-O{self.level}"]
         if self.max_registers is not None:
             args.append(f"-maxrregcount={self.max_registers}")
         if self.line_info:
@@ -302,7 +282,7 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     the PTX, and :class:`BackendUnavailableError` when no backend can serve the target.
     ``isolate=True`` compiles in a worker child (:mod:`ptxforge.toolchain.isolate`; nvJitLink and other
     in-process backends, not the driver's JIT): a crash of nvJitLink raises
-    :class:`~ptxforge.toolchain.isolate.CompilerCrashError` (a CompileError) instead of killing this
+    :class:`~ptxforge.errors.CompilerCrashError` (a CompileError) instead of killing this
     process; the first one starts the worker (about 0.2 s), later ones reuse it (a few ms on
     top of the compile).
 
@@ -316,7 +296,7 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     elif option_fields:
         options = attrs.evolve(options, **option_fields)
     ptx = _source(ptx_or_module, options.line_info)
-    tgt = normalize_target(target)
+    tgt = as_target(target).name
     info = ptx_target(ptx)
     options, note = prepare_options(options, info)
     be = _choose(tgt) if backend == "auto" else get_backend(backend)

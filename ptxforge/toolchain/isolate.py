@@ -34,7 +34,7 @@ import attrs
 from ._worker import read_frame, write_frame
 from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
 
-__all__ = ["Crash", "CompilerCrashError", "WorkerPool", "shared_pool", "shutdown_workers",
+__all__ = ["Crash", "WorkerPool", "shared_pool", "shutdown_workers",
            "error_from_child"]
 
 _WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
@@ -66,14 +66,6 @@ class Crash:
         except ValueError:
             name = "unknown signal"
         return f"signal {self.signal}, {name}"
-
-
-class CompilerCrashError(CompileError):
-    """The compiler crashed (in an isolated child) instead of answering."""
-
-    def __init__(self, message: str, crash: Crash, *, backend: str = "") -> None:
-        super().__init__(message, log=crash.stderr, backend=backend)
-        self.crash = crash
 
 
 def error_from_child(info: dict) -> PtxforgeError:

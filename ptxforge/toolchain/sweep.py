@@ -36,9 +36,11 @@ import attrs
 
 from .backends import PtxasBackend
 from .compile import (CompileOptions, _choose, _source, compiled_from_raw, explain_compile_error,
-                      get_backend, normalize_target, prepare_options)
+                      get_backend, prepare_options)
+from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import CompileError, PtxforgeError
-from .isolate import CompilerCrashError, shared_pool
+from ptxforge.errors import CompilerCrashError
+from .isolate import shared_pool
 from ptxforge.arch.occupancy import occupancy, register_cliffs, unknown_arch_reason
 from ptxforge.ptx.directives import ptx_entries, ptx_target, with_maxnreg, with_version
 from .ptxas_log import parse_ptxas_log
@@ -271,7 +273,7 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
     ``isolate=False`` compiles in this process (a crash of nvJitLink then ends it).
     """
     ptx = _source(ptx_or_module)
-    tgt = normalize_target(target)
+    tgt = as_target(target).name
     info = ptx_target(ptx)
     entries = {e.name: e for e in ptx_entries(ptx)}
     kernel = _check_kernel(ptx, kernel, entries)
