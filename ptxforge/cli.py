@@ -51,10 +51,10 @@ class _UsageError(PtxforgeError):
 
 def _arch(compile: bool):
     def convert(text: str) -> str:
-        from ptxforge.reports.analyze import check_arch
+        from ptxforge.reports.analyze import check_target
 
         try:
-            return check_arch(text, compile=compile)
+            return check_target(text, compile=compile)
         except PtxforgeError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     convert.__name__ = "architecture"

@@ -98,7 +98,7 @@ def test_to_dict_stable_keys():
      ["at most 256 threads", "a block of 512"]),
 ])
 def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
-    o = occupancy(arch="sm_80", **kwargs)
+    o = occupancy(target="sm_80", **kwargs)
     assert o.active_blocks == 0 and o.occupancy == 0 and not o.launchable
     assert o.limiting[0] == limiter
     for w in words:

@@ -216,7 +216,7 @@ def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, ba
     return "; ".join(why) or "no block fits"
 
 
-def occupancy(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm_80", *,
+def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "sm_80", *,
               shared: int = 0, dynamic_shared: int = 0, barriers: int = 1,
               carveout: Optional[int] = None, max_dynamic_shared: Optional[int] = None,
               max_threads: Optional[int] = None, required_threads: Optional[int] = None
@@ -236,7 +236,7 @@ def occupancy(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm
         >>> occupancy(128, 256, "sm_70").active_blocks
         2
     """
-    p = arch_props(arch)
+    p = arch_props(target)
     if not isinstance(registers, int) or registers < 0:
         raise PtxforgeError(f"occupancy: registers must be an int >= 0, got {registers!r}")
     if not isinstance(block_size, int) or block_size <= 0:
@@ -299,7 +299,7 @@ class RegisterCliffs:
                 "steps": [{"max_registers": r, "blocks": b} for r, b in self.steps]}
 
 
-def register_cliffs(registers: int, block_size: int, arch: Union[str, ArchProps] = "sm_80",
+def register_cliffs(registers: int, block_size: int, target: Union[str, ArchProps] = "sm_80",
                     **kwargs) -> RegisterCliffs:
     """The occupancy cliffs around ``registers`` (other resources held fixed).
 
@@ -309,7 +309,7 @@ def register_cliffs(registers: int, block_size: int, arch: Union[str, ArchProps]
         >>> c.to_gain, c.next_blocks
         (127, 2)
     """
-    p = arch_props(arch)
+    p = arch_props(target)
     top = p.max_regs_per_thread
     blocks = [occupancy(r, block_size, p, **kwargs).active_blocks for r in range(top + 1)]
     mine = blocks[min(registers, top)] if registers <= top else 0
@@ -332,6 +332,6 @@ def register_cliffs(registers: int, block_size: int, arch: Union[str, ArchProps]
                           next_blocks, headroom, tuple(steps))
 
 
-def occupancy_table(registers_list, block_size: int, arch="sm_80", **kwargs) -> list:
+def occupancy_table(registers_list, block_size: int, target="sm_80", **kwargs) -> list:
     """:func:`occupancy` for several register counts (a list of Occupancy)."""
-    return [occupancy(r, block_size, arch, **kwargs) for r in registers_list]
+    return [occupancy(r, block_size, target, **kwargs) for r in registers_list]

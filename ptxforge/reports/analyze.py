@@ -65,7 +65,7 @@ from ptxforge.ptx import ir
 from ptxforge.analysis.gc_pause import gc_paused
 from .peak import display_name, full_name, peak_groups
 from .resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats, launch_limits,
-                        local_array_bytes, ptxas_fields, register_limit, resolve_arch,
+                        local_array_bytes, ptxas_fields, register_limit, resolve_target,
                         resolve_block, static_shared_bytes)
 from .analyze_text import render_kernel, render_module
 from .estimate import Comparison, Estimate, compare_with_ptxas
@@ -83,7 +83,7 @@ __all__ = [
     "ModuleAnalysis",
     "OccupancyReport",
     "SweepReport",
-    "check_arch",
+    "check_target",
     "analyze_module",
     "analyze_ptx",
     "occupancy_report",
@@ -97,7 +97,7 @@ SCHEMA = "ptxforge.analyze/1"
 
 
 
-def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
+def check_target(target: Union[str, int], *, compile: bool = True) -> str:
     """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``, ``"sm_90a"``) or raise a
     PtxforgeError naming the accepted ones.  Arch-specific names are accepted where the target
     exists (``sm_90a``, ``sm_100f``; not ``sm_80a``), the same way for every command.
@@ -106,10 +106,10 @@ def check_arch(arch: Union[str, int], *, compile: bool = True) -> str:
 
     Example::
 
-        >>> check_arch("8.6"), check_arch("sm_90a", compile=False)
+        >>> check_target("8.6"), check_target("sm_90a", compile=False)
         ('sm_86', 'sm_90a')
     """
-    tgt = as_target(arch)
+    tgt = as_target(target)
     if not compile and tgt.occupancy_reason is not None:
         raise UnsupportedError(f"occupancy: {tgt.occupancy_reason}")
     return tgt.name
@@ -339,7 +339,7 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
     return [by_name[n] for n in wanted]
 
 
-def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
+def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
                    block: Optional[int] = None, compile: bool = True, *,
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
@@ -367,7 +367,7 @@ def analyze_module(module: ir.Module, arch: Optional[Union[str, int]] = None,
         12
     """
     with gc_paused():
-        return _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+        return _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
                                dynamic_shared, isolate)
 
 
@@ -383,10 +383,10 @@ def _constant_banks(compiled) -> dict:
     return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
 
 
-def _analyze_module(module, arch, block, compile, kernel, ptx, file, backend, options,
+def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
                     dynamic_shared, isolate=True):
     """The body of :func:`analyze_module` (run with the collector paused)."""
-    tgt, arch_source, arch_note = resolve_arch(arch, module.target)
+    tgt, arch_source, arch_note = resolve_target(target, module.target)
     if block is not None and (not isinstance(block, int) or isinstance(block, bool)
                               or not 1 <= block <= 1024):
         raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
@@ -459,7 +459,7 @@ def _is_cubin(data) -> bool:
 
 
 def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
-                arch: Optional[Union[str, int]] = None, block: Optional[int] = None,
+                target: Optional[Union[str, int]] = None, block: Optional[int] = None,
                 compile: bool = True, **kwargs) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
@@ -475,5 +475,5 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
         text = bytes(text).decode("utf-8", errors="replace")
     with gc_paused():
         module = parse(text, filename)
-        return analyze_module(module, arch, block, compile, ptx=text, file=filename, **kwargs)
+        return analyze_module(module, target, block, compile, ptx=text, file=filename, **kwargs)
 

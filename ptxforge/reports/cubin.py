@@ -176,7 +176,7 @@ class CubinReport:
         return "\n".join(lines) + "\n"
 
 
-def analyze_cubin(data: bytes, file: str = "<cubin>", arch: Optional[Union[str, int]] = None,
+def analyze_cubin(data: bytes, file: str = "<cubin>", target: Optional[Union[str, int]] = None,
                   block: Optional[int] = None, *, kernel: Optional[str] = None,
                   dynamic_shared: int = 0) -> CubinReport:
     """Resources and occupancy of every kernel in a cubin (``kernel``: only that one).
@@ -191,8 +191,8 @@ def analyze_cubin(data: bytes, file: str = "<cubin>", arch: Optional[Union[str, 
         tgt = as_target(tgt).name
     except PtxforgeError:
         pass
-    if arch is not None:
-        given = as_target(arch).name
+    if target is not None:
+        given = as_target(target).name
         if as_target(given).base != tgt:
             raise PtxforgeError(f"{file} is a cubin for {tgt}; --arch {given} does not apply "
                                 "(a cubin runs only on its own SM): drop --arch")

@@ -71,20 +71,20 @@ class OccupancyReport:
         return render_occupancy(self)
 
 
-def occupancy_report(arch: Union[str, int], registers: int, block: int, smem: int = 0
+def occupancy_report(target: Union[str, int], registers: int, block: int, smem: int = 0
                      ) -> OccupancyReport:
     """Occupancy of ``registers`` per thread at ``block`` threads with ``smem`` bytes of
     shared memory per block, and the register cliffs.  ``arch`` is checked like every
-    command's (:func:`ptxforge.reports.analyze.check_arch`: ``sm_90a`` yes, ``sm_80a`` no).
+    command's (:func:`ptxforge.reports.analyze.check_target`: ``sm_90a`` yes, ``sm_80a`` no).
 
     Example::
 
         >>> occupancy_report("sm_90a", 32, 128).arch
         'sm_90a'
     """
-    from .analyze import check_arch
+    from .analyze import check_target
 
-    name = check_arch(arch, compile=False)
+    name = check_target(target, compile=False)
     props = arch_props(name)
     if not isinstance(registers, int) or not 0 <= registers <= props.max_regs_per_thread:
         raise PtxforgeError(f"registers must be an int in 0..{props.max_regs_per_thread}, "
@@ -167,7 +167,7 @@ class SweepReport:
 
 
 def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
-                 arch: Optional[Union[str, int]] = None, block: Optional[int] = None,
+                 target: Optional[Union[str, int]] = None, block: Optional[int] = None,
                  caps: Optional[Sequence[int]] = None, kernel: Optional[str] = None,
                  backend: str = "auto", *, only_caps: bool = False,
                  dynamic_shared: int = 0) -> SweepReport:
@@ -184,7 +184,7 @@ def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
         raise PtxforgeError("sweep: only_caps needs at least one cap")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    a = analyze_ptx(text, filename, arch, block, True, kernel=kernel, backend=backend,
+    a = analyze_ptx(text, filename, target, block, True, kernel=kernel, backend=backend,
                     dynamic_shared=dynamic_shared)
     chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
     sweeps = tuple(sweep(text, k.name, a.arch, block_size=k.block_size, caps=chosen,

@@ -18,7 +18,7 @@ Example::
     ...     ret;
     ... }''')
     >>> k = m.kernel("k")
-    >>> resolve_block(k, None), local_array_bytes(k), resolve_arch(None, m.target)[:2]
+    >>> resolve_block(k, None), local_array_bytes(k), resolve_target(None, m.target)[:2]
     ((128, '.reqntid'), 64, ('sm_90a', 'target'))
 """
 
@@ -36,7 +36,7 @@ from ptxforge.toolchain.kernel_stats import callee_spills, deepest_chain
 from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
-           "local_array_bytes", "launch_limits", "resolve_block", "resolve_arch",
+           "local_array_bytes", "launch_limits", "resolve_block", "resolve_target",
            "register_limit", "cliffs_at", "callers_of", "function_stats", "PTXAS_JSON_KEYS",
            "ptxas_fields", "stack_text"]
 
@@ -135,12 +135,12 @@ def resolve_block(kernel: ir.Kernel, block: Optional[int]) -> tuple:
     return DEFAULT_BLOCK, "default"
 
 
-def resolve_arch(arch: Optional[Union[str, int]], ptx_target: Optional[str]) -> tuple:
+def resolve_target(target: Optional[Union[str, int]], ptx_target: Optional[str]) -> tuple:
     """``(target, source, note)``: ``arch`` when given (source ``"given"``); else the PTX's
     own ``.target`` when ptxforge knows it (``"target"``); else :data:`DEFAULT_ARCH`
     (``"default"``) with a note saying why."""
-    if arch is not None:
-        return as_target(arch).name, "given", None
+    if target is not None:
+        return as_target(target).name, "given", None
     word = (ptx_target or "").split(",")[0].strip()
     if not word:
         return DEFAULT_ARCH, "default", (f"the PTX has no .target: analysed for {DEFAULT_ARCH}"
@@ -158,17 +158,17 @@ def resolve_arch(arch: Optional[Union[str, int]], ptx_target: Optional[str]) -> 
     return tgt.name, "target", None
 
 
-def register_limit(arch: str) -> int:
+def register_limit(target: str) -> int:
     """The most registers one thread can have on ``arch`` (255 on every known target)."""
-    if unknown_arch_reason(arch) is not None:
+    if unknown_arch_reason(target) is not None:
         return MAX_REGISTERS
-    return arch_props(arch).max_regs_per_thread
+    return arch_props(target).max_regs_per_thread
 
 
-def cliffs_at(registers: int, block: int, arch: str, **kwargs):
+def cliffs_at(registers: int, block: int, target: str, **kwargs):
     """:func:`~ptxforge.arch.occupancy.register_cliffs` at ``registers`` clamped to the limit
     (above it ptxas spills and the kernel runs with the limit)."""
-    return register_cliffs(min(registers, register_limit(arch)), block, arch, **kwargs)
+    return register_cliffs(min(registers, register_limit(target)), block, target, **kwargs)
 
 
 def callers_of(module: ir.Module, name: str) -> tuple:

@@ -43,7 +43,7 @@ import attrs
 from ptxforge.ptx import ir
 from ptxforge._text import clip, plural, table
 from .estimate import Estimate
-from .resources import resolve_arch
+from .resources import resolve_target
 from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
 from ptxforge.errors import PtxforgeError
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
@@ -241,7 +241,7 @@ def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
     return SassKernelReport(name, fn, callees, **kw)
 
 
-def sass_report(source, arch: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
+def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
                 backend: str = "auto", options: Optional[CompileOptions] = None,
                 nvdisasm: Optional[str] = None, file: str = "<ptx>") -> SassReport:
     """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` (default: the
@@ -261,7 +261,7 @@ def sass_report(source, arch: Optional[Union[str, int]] = None, *, kernel: Optio
     from ptxforge.analysis.pressure import analyze_pressure
 
     module = source if isinstance(source, ir.Module) else parse(source, file)
-    tgt = resolve_arch(arch, module.target)[0]
+    tgt = resolve_target(target, module.target)[0]
     bodies = {k.name: k for k in module.kernels if k.body is not None}
     if kernel is not None and kernel not in bodies:
         raise PtxforgeError(f"sass: no kernel named {kernel!r} in {file}; it has: "
