@@ -38,7 +38,7 @@ from ptxforge.errors import PtxforgeError
 from ptxforge.arch.targets import target as as_target
 from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
 
-__all__ = ["Estimate", "Comparison", "compare", "EXPLANATIONS", "FIXED_OVERHEAD",
+__all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXED_OVERHEAD",
            "register_floor_features"]
 
 #: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on

@@ -1,0 +1,182 @@
+"""The house's shape, as tests: wings import only downwards, no import cycle, no shadowed module.
+
+The import graph is read from the source with ``ast`` (every ``import`` and ``from … import``,
+inside functions too).  Imports under ``if TYPE_CHECKING:`` are left out: they are never
+executed, and a renderer naming its report type for the type checker is not a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+
+import ptxforge
+
+PACKAGE = pathlib.Path(ptxforge.__file__).resolve().parent
+
+#: What each part of the house may import (besides itself).  Lower wings never import higher
+#: ones; nothing imports the CLI; only the front door (``__init__``) and the CLI sit on top.
+ALLOWED = {
+    "errors": set(),
+    "_text": set(),
+    "arch": {"errors"},
+    "ptx": {"errors", "arch"},
+    "dsl": {"errors", "arch", "ptx"},
+    "analysis": {"errors", "arch", "ptx", "_text"},
+    "toolchain": {"errors", "arch", "ptx"},
+    "reports": {"errors", "arch", "ptx", "analysis", "toolchain", "_text"},
+    "launch": {"errors", "arch", "ptx", "toolchain"},
+    "testing": {"errors", "arch", "ptx", "dsl"},
+    "cli": {"errors", "arch", "ptx", "dsl", "analysis", "toolchain", "reports", "launch",
+            "_text"},
+    "__main__": {"cli"},
+    "__init__": {"errors", "arch", "ptx", "dsl", "analysis", "toolchain", "reports", "launch"},
+}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    """Every module of the package by dotted name (packages by their own name)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ("ptxforge",) + path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _type_checking_nodes(tree: ast.AST) -> set:
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skip.update(id(n) for n in ast.walk(child))
+    return skip
+
+
+def import_edges(name: str, path: pathlib.Path) -> set[str]:
+    """The ptxforge modules that module ``name`` imports (at any depth of its code)."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets = [f"{stem}.{alias.name}" if f"{stem}.{alias.name}" in MODULES else stem
+                       for alias in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in MODULES and t != name)
+    return out
+
+
+def import_graph() -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for name, path in MODULES.items():
+        graph.add_node(name)
+        graph.add_edges_from((name, dep) for dep in import_edges(name, path))
+    return graph
+
+
+def part(name: str) -> str:
+    """The wing (or top-level module) a dotted module name belongs to."""
+    pieces = name.split(".")
+    return "__init__" if len(pieces) == 1 else pieces[1]
+
+
+def test_the_graph_sees_imports_inside_functions():
+    # cli imports its commands lazily, inside functions; the graph must still see them
+    assert "ptxforge.reports.analyze" in import_edges("ptxforge.cli", MODULES["ptxforge.cli"])
+    assert len(MODULES) > 60 and import_graph().number_of_edges() > 150
+
+
+def test_no_import_cycle():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
+
+
+def test_wings_import_only_downwards():
+    wrong = sorted(f"{a} imports {b}" for a, b in import_graph().edges
+                   if part(b) != part(a) and part(b) not in ALLOWED[part(a)])
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_part_is_in_the_table():
+    assert {part(name) for name in MODULES} == set(ALLOWED)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_is_what_its_name_says(name):
+    module = importlib.import_module(name)
+    assert module.__name__ == name
+    obj = ptxforge
+    for piece in name.split(".")[1:]:
+        obj = getattr(obj, piece)
+    assert obj is module, f"ptxforge{name[8:]} is {obj!r}, not the module (shadowed)"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_states_its_purpose_and_exports(name):
+    source = MODULES[name].read_text()
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree)
+    assert doc and doc.strip(), f"{name} has no module docstring"
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf.startswith("_") or name.endswith("__main__") or MODULES[name].name == "__init__.py":
+        return
+    exported = [n for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+    assert exported, f"{name} does not declare __all__"
+    module = importlib.import_module(name)
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
+
+
+def test_no_module_over_600_lines():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text().splitlines())) > 600}
+    assert not long, long
+
+
+def test_the_top_level_is_small():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 10, top
+
+
+def test_the_public_api_is_curated_and_shadows_nothing():
+    names = ptxforge.__all__
+    assert len(names) == len(set(names)) and 30 <= len(names) <= 45
+    assert all(hasattr(ptxforge, n) for n in names)
+    submodules = {name.split(".")[1] for name in MODULES if name.count(".") >= 1}
+    assert not submodules & set(names)
+    # the names that used to shadow their own modules are the functions, and the modules are
+    # reachable under their wing
+    import ptxforge.ptx.parse as parse_module
+    assert callable(ptxforge.parse) and parse_module.__name__ == "ptxforge.ptx.parse"
+
+
+def test_import_ptxforge_loads_no_gpu_layer():
+    code = ("import sys, ptxforge\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('ptxforge.launch', "
+            "'cuda.bindings.driver', 'cuda.core'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
