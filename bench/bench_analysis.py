@@ -48,10 +48,10 @@ import tracemalloc
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from ptxforge import emit  # noqa: E402
-from ptxforge.ptx import ir, types  # noqa: E402
 from ptxforge.analysis.liveness import analyze_liveness  # noqa: E402
 from ptxforge.analysis.mix import instruction_mix  # noqa: E402
 from ptxforge.analysis.pressure import analyze_pressure  # noqa: E402
+from ptxforge.ptx import ir, types  # noqa: E402
 
 TILE = 64
 K_STEPS = 4

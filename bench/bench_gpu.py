@@ -25,8 +25,8 @@ try:
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ptxforge.ptx import ir, types
 from ptxforge.launch.device import gpu_unavailable_reason
+from ptxforge.ptx import ir, types
 
 # The same algorithm as ptxforge's sgemm_tiled, instruction for instruction in the PTX (pinned
 # by tests/test_examples.py): one thread per C element, TILE x TILE tiles of A and B staged
@@ -143,8 +143,8 @@ def main(argv=None) -> int:
 
     from ptxforge import emit
     from ptxforge.dsl import kernels
-    from ptxforge.launch.device import DeviceArray, check, device_info, driver
     from ptxforge.errors import DeviceError
+    from ptxforge.launch.device import DeviceArray, check, device_info, driver
     from ptxforge.launch.loader import load
     from ptxforge.launch.timing import benchmark, time_launch
 

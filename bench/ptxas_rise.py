@@ -14,9 +14,9 @@ import argparse
 import json
 import random
 
-from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.analysis.liveness import analyze_liveness
 from ptxforge.testing.strategies import KernelRecipe, ModuleRecipe, build_module, op_keys
+from ptxforge.toolchain.compile import compile_ptx
 
 __all__ = ["base_recipes", "rise", "main"]
 

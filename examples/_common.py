@@ -11,8 +11,8 @@ except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ptxforge import emit  # noqa: E402
-from ptxforge.launch.device import device_info, gpu_unavailable_reason  # noqa: E402
 from ptxforge.errors import PtxforgeError  # noqa: E402
+from ptxforge.launch.device import device_info, gpu_unavailable_reason  # noqa: E402
 
 __all__ = ["build_for_device", "report_no_gpu"]
 

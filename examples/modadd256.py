@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 import sys
 
+import _common
 import numpy as np
 
-import _common
 from ptxforge.dsl import kernels
 from ptxforge.launch.loader import load
 

@@ -14,8 +14,14 @@ import argparse
 import sys
 
 import ptxforge
-from ptxforge import (KernelBuilder, analyze_pressure, compare_with_ptxas, compile_ptx, emit,
-                      occupancy)
+from ptxforge import (
+    KernelBuilder,
+    analyze_pressure,
+    compare_with_ptxas,
+    compile_ptx,
+    emit,
+    occupancy,
+)
 from ptxforge.ptx import types as T
 
 

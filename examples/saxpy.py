@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
+import _common
 import numpy as np
 
-import _common
 from ptxforge.dsl import kernels
 from ptxforge.launch.device import DeviceArray
 from ptxforge.launch.loader import load

@@ -33,9 +33,18 @@ from .analysis.pressure import PressureReport, analyze_pressure
 from .arch.occupancy import Occupancy, occupancy, register_cliffs
 from .arch.targets import Target, target
 from .dsl.builder import KernelBuilder, ModuleBuilder
-from .errors import (BackendUnavailableError, BuildError, CompileError, CompilerCrashError,
-                     DeviceError, LaunchError, ParseError, PtxforgeError, PtxTypeError,
-                     UnsupportedError)
+from .errors import (
+    BackendUnavailableError,
+    BuildError,
+    CompileError,
+    CompilerCrashError,
+    DeviceError,
+    LaunchError,
+    ParseError,
+    PtxforgeError,
+    PtxTypeError,
+    UnsupportedError,
+)
 from .ptx.emit import emit
 from .ptx.ir import Kernel, Module
 from .ptx.parse import parse, parse_file

@@ -43,8 +43,8 @@ from typing import Optional
 import attrs
 import networkx as nx
 
-from ptxforge.ptx import ir
 from ptxforge.errors import BuildError
+from ptxforge.ptx import ir
 
 __all__ = ["BasicBlock", "Loop", "ControlFlowGraph", "build_cfg", "TERMINATORS"]
 

@@ -44,8 +44,9 @@ from typing import Iterable, Optional, Union
 import attrs
 import networkx as nx
 
-from .liveness import CLASS_NAMES, Liveness
 from ptxforge.ptx.types import REG_CLASSES
+
+from .liveness import CLASS_NAMES, Liveness
 
 __all__ = [
     "DEFAULT_MAX_EDGES",

@@ -59,12 +59,13 @@ from typing import Optional
 
 import attrs
 
-from ptxforge.ptx import ir
-from .gc_pause import gc_paused
 from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import ir
 from ptxforge.ptx.emit import format_instruction
-from .liveness import CLASS_NAMES, Liveness, analyze_liveness
 from ptxforge.ptx.types import REG_CLASSES
+
+from .gc_pause import gc_paused
+from .liveness import CLASS_NAMES, Liveness, analyze_liveness
 
 __all__ = [
     "SCHEMA",

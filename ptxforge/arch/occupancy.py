@@ -29,6 +29,7 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge.errors import PtxforgeError, UnsupportedError
+
 from .targets import TARGETS, ArchProps, Target
 from .targets import target as as_target
 

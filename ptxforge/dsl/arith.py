@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ptxforge.errors import BuildError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
-from .checks import half_bits
-from .checks import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
-from ptxforge.errors import BuildError
+
+from .checks import (
+    _expect_list,
+    _register_internal,
+    _where,
+    caller_loc,
+    half_bits,
+    ty_reg,
+    type_error,
+)
 
 __all__ = ["ArithOps", "SEED_INPLACE"]
 

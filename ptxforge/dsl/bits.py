@@ -20,10 +20,11 @@ Example::
 
 from __future__ import annotations
 
+from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
+
 from .checks import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
-from ptxforge.errors import BuildError, PtxTypeError
 
 __all__ = ["BitOps", "lop3_lut", "LOP3_BASIS", "PRMT_MODES", "TESTP_CLASSES"]
 

@@ -28,15 +28,16 @@ from __future__ import annotations
 from typing import Iterable
 
 from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
+from ptxforge.ptx.emit import emit
+
 from .arith import SEED_INPLACE, ArithOps
 from .bits import BitOps, lop3_lut
-from .core import Array, ParamRef, Value, _Core, _assemble, _register_internal, _where, caller_loc
+from .core import Array, ParamRef, Value, _assemble, _Core, _register_internal, _where, caller_loc
 from .memory import MemoryOps
 from .warp import SPECIAL_REGISTERS, WarpOps
-from ptxforge.ptx.emit import emit
-from ptxforge.errors import BuildError
 
 __all__ = [
     "KernelBuilder",

@@ -16,9 +16,9 @@ from typing import Iterable, Optional
 
 import attrs
 
+from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
-from ptxforge.errors import BuildError, PtxTypeError
 
 __all__ = [
     "caller_loc",

@@ -20,12 +20,22 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
-from .checks import (_check_ident, _register_internal, _where, caller_loc,
-                     check_owned, fits, make_immediate, ty_reg, type_error)
 from ptxforge.ptx.emit import emit
-from ptxforge.errors import BuildError, PtxTypeError
+
+from .checks import (
+    _check_ident,
+    _register_internal,
+    _where,
+    caller_loc,
+    check_owned,
+    fits,
+    make_immediate,
+    ty_reg,
+    type_error,
+)
 
 __all__ = [
     "ParamRef",

@@ -13,10 +13,11 @@ Example::
 
 from __future__ import annotations
 
+from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
+
 from .builder import KernelBuilder
-from ptxforge.errors import BuildError
 
 __all__ = ["saxpy", "block_reduce_sum", "sgemm_tiled", "modadd256"]
 

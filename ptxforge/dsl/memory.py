@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ptxforge.errors import BuildError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
-from .core import (Array, ParamRef, _register_internal, _where, caller_loc, ty_reg,
-                   type_error)
-from .checks import _expect_list, check_vector_alignment, half_bits, make_immediate
 from ptxforge.ptx.emit import format_immediate
-from ptxforge.errors import BuildError
+
+from .checks import _expect_list, check_vector_alignment, half_bits, make_immediate
+from .core import Array, ParamRef, _register_internal, _where, caller_loc, ty_reg, type_error
 
 __all__ = ["MemoryOps"]
 

@@ -5,10 +5,11 @@ Mixed into :class:`ptxforge.dsl.builder.KernelBuilder` next to the arithmetic an
 
 from __future__ import annotations
 
+from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
+
 from .core import _register_internal, _where, caller_loc, type_error
-from ptxforge.errors import BuildError
 
 __all__ = ["WarpOps", "SPECIAL_REGISTERS"]
 

@@ -35,11 +35,22 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import attrs
 
-from ptxforge.ptx import ir
-from .arrays import (DeviceArg, DLPackInfo, HostArg, _describe, _dlpack_arg, _has, _host_arg,
-                     _is_array_like, cuda_array_interface_info, dlpack_info)
 from ptxforge.errors import LaunchError
+from ptxforge.ptx import ir
 from ptxforge.ptx.types import Kind, PtxType
+
+from .arrays import (
+    DeviceArg,
+    DLPackInfo,
+    HostArg,
+    _describe,
+    _dlpack_arg,
+    _has,
+    _host_arg,
+    _is_array_like,
+    cuda_array_interface_info,
+    dlpack_info,
+)
 
 __all__ = [
     "ScalarArg",

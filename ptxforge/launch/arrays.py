@@ -21,8 +21,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import attrs
 
-from ptxforge.ptx import ir
 from ptxforge.errors import LaunchError
+from ptxforge.ptx import ir
 
 __all__ = [
     "DeviceArg",

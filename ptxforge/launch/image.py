@@ -22,10 +22,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 import attrs
 
-from ptxforge.ptx import ir
-from .args import param_layout
 from ptxforge.arch.targets import TARGETS
 from ptxforge.errors import LaunchError, PtxforgeError
+from ptxforge.ptx import ir
+
+from .args import param_layout
 
 __all__ = [
     "ModuleImage",

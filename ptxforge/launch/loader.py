@@ -28,13 +28,28 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import attrs
 
-from ptxforge.ptx import ir
-from .args import (BoundArg, DeviceArg, HostArg, bind_args, check_launch_dims, param_layout,
-                   stream_handle)
-from .device import check, driver, use_device
 from ptxforge.errors import DeviceError, LaunchError
-from .image import (ModuleImage, check_cubin_signatures, check_target, cubin_param_layout,
-                    cubin_target_problem, module_image, ptx_target)
+from ptxforge.ptx import ir
+
+from .args import (
+    BoundArg,
+    DeviceArg,
+    HostArg,
+    bind_args,
+    check_launch_dims,
+    param_layout,
+    stream_handle,
+)
+from .device import check, driver, use_device
+from .image import (
+    ModuleImage,
+    check_cubin_signatures,
+    check_target,
+    cubin_param_layout,
+    cubin_target_problem,
+    module_image,
+    ptx_target,
+)
 
 __all__ = [
     "load",

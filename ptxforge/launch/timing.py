@@ -19,8 +19,9 @@ from typing import Any, Callable, Optional
 
 import attrs
 
-from .device import check, driver, use_device
 from ptxforge.errors import LaunchError
+
+from .device import check, driver, use_device
 
 __all__ = ["Timing", "benchmark", "time_launch"]
 

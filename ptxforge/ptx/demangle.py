@@ -50,5 +50,5 @@ def _run(name: str, short: bool) -> str:
         return name
     try:
         return Demangler(name).whole(short)
-    except Exception:  # itanium.Unsupported, or any malformed input: the name as given, never an error
+    except Exception:  # Unsupported, or malformed input: the name as given, never an error
         return name

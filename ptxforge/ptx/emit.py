@@ -16,8 +16,9 @@ import math
 import struct
 from typing import Optional
 
-from . import ir
 from ptxforge.errors import BuildError
+
+from . import ir
 
 __all__ = ["emit", "emit_kernel", "format_operand", "format_immediate", "format_instruction"]
 

@@ -22,9 +22,10 @@ from typing import Iterable
 
 import attrs
 
-from . import types as T
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BuildError, UnsupportedError
+
+from . import types as T
 
 __all__ = [
     "comparisons_for",

@@ -61,21 +61,32 @@ from typing import Optional, Sequence, Union
 
 import attrs
 
-from ptxforge.ptx import ir
 from ptxforge.analysis.gc_pause import gc_paused
-from .peak import display_name, full_name, peak_groups
-from .resources import (DEFAULT_BLOCK, callers_of, cliffs_at, function_stats, launch_limits,
-                        local_array_bytes, ptxas_fields, register_limit, resolve_target,
-                        resolve_block, static_shared_bytes)
+from ptxforge.analysis.mix import InstructionMix, instruction_mix
+from ptxforge.analysis.pressure import PressureReport, analyze_pressure
+from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import PtxforgeError, UnsupportedError
+from ptxforge.ptx import ir
+from ptxforge.ptx.parse import parse
+from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
+
 from .analyze_text import render_kernel, render_module
 from .estimate import Comparison, Estimate, compare_with_ptxas
-from ptxforge.arch.targets import target as as_target
-from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
-from ptxforge.errors import PtxforgeError, UnsupportedError
-from ptxforge.analysis.mix import InstructionMix, instruction_mix
-from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
-from ptxforge.ptx.parse import parse
-from ptxforge.analysis.pressure import PressureReport, analyze_pressure
+from .peak import display_name, full_name, peak_groups
+from .resources import (
+    DEFAULT_BLOCK,
+    callers_of,
+    cliffs_at,
+    function_stats,
+    launch_limits,
+    local_array_bytes,
+    ptxas_fields,
+    register_limit,
+    resolve_block,
+    resolve_target,
+    static_shared_bytes,
+)
 
 __all__ = [
     "SCHEMA",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ptxforge._text import clip as _clip
 from ptxforge._text import plural as _plural
 from ptxforge._text import table
+
 from .peak import display_name
 from .resources import stack_text
 

@@ -30,13 +30,14 @@ from typing import Optional, Union
 
 import attrs
 
+from ptxforge._text import clip, table
+from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import PtxforgeError
+from ptxforge.toolchain.cubin import read_cubin
+
 from .peak import display_name, full_name
 from .resources import DEFAULT_BLOCK, cliffs_at, register_limit
-from ptxforge._text import clip, table
-from ptxforge.arch.targets import target as as_target
-from ptxforge.toolchain.cubin import read_cubin
-from ptxforge.errors import PtxforgeError
-from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 
 __all__ = ["CUBIN_SCHEMA", "CubinKernelReport", "CubinReport", "analyze_cubin"]
 

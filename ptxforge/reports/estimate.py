@@ -33,10 +33,10 @@ from typing import Optional
 
 import attrs
 
-from ptxforge.toolchain.compile import Compiled, KernelStats
-from ptxforge.errors import PtxforgeError
-from ptxforge.arch.targets import target as as_target
 from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
+from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import PtxforgeError
+from ptxforge.toolchain.compile import Compiled, KernelStats
 
 __all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXED_OVERHEAD",
            "register_floor_features"]

@@ -29,10 +29,16 @@ from typing import Optional, Sequence, Union
 
 import attrs
 
-from .analyze_text import render_occupancy
+from ptxforge.arch.occupancy import (
+    Occupancy,
+    RegisterCliffs,
+    arch_props,
+    occupancy,
+    register_cliffs,
+)
 from ptxforge.errors import PtxforgeError
-from ptxforge.arch.occupancy import (Occupancy, RegisterCliffs, arch_props, occupancy,
-                                          register_cliffs)
+
+from .analyze_text import render_occupancy
 
 __all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "OccupancyReport", "SweepReport",
            "occupancy_report", "sweep_report", "cap_notes"]
@@ -177,8 +183,9 @@ def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
     PTX's ``.target``, each kernel's ``.reqntid``/``.maxntid``); ``dynamic_shared`` enters
     occupancy.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error
     that names its functions)."""
-    from .analyze import analyze_ptx
     from ptxforge.toolchain.sweep import sweep
+
+    from .analyze import analyze_ptx
 
     if only_caps and not caps:
         raise PtxforgeError("sweep: only_caps needs at least one cap")

@@ -21,8 +21,8 @@ from typing import Optional
 
 import attrs
 
-from ptxforge.ptx import ir
 from ptxforge.analysis.attribution import attribute_registers
+from ptxforge.ptx import ir
 
 try:  # demangle.py is new; without it names print as they are spelled
     from ptxforge.ptx.demangle import demangle as _demangle

@@ -28,12 +28,12 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge.ptx import ir
-from ptxforge.arch.targets import target as as_target
-from ptxforge.toolchain.compile import KernelStats
-from ptxforge.errors import PtxforgeError
-from ptxforge.toolchain.kernel_stats import callee_spills, deepest_chain
 from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
+from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import ir
+from ptxforge.toolchain.compile import KernelStats
+from ptxforge.toolchain.kernel_stats import callee_spills, deepest_chain
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
            "local_array_bytes", "launch_limits", "resolve_block", "resolve_target",

@@ -40,13 +40,14 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge.ptx import ir
 from ptxforge._text import clip, plural, table
+from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import ir
+from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
+from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
+
 from .estimate import Estimate
 from .resources import resolve_target
-from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
-from ptxforge.errors import PtxforgeError
-from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 
 __all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "sass_report"]
 
@@ -257,8 +258,8 @@ def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Opt
         names = [f.name for f in sass.entries] if kernel is None else [kernel]
         reports = tuple(_kernel_report(n, sass) for n in names)
         return SassReport(file, sass.arch, None, sass, reports)
-    from ptxforge.ptx.parse import parse
     from ptxforge.analysis.pressure import analyze_pressure
+    from ptxforge.ptx.parse import parse
 
     module = source if isinstance(source, ir.Module) else parse(source, file)
     tgt = resolve_target(target, module.target)[0]

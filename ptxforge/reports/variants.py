@@ -42,10 +42,11 @@ from typing import Optional, Sequence
 
 import attrs
 
+from ptxforge.errors import PtxforgeError
+
+from .analyze import KernelAnalysis, ModuleAnalysis
 from .analyze_text import KEY_ROWS, SELP_ROWS, change, key_count, percent, selp_value, table
 from .peak import display_name
-from .analyze import KernelAnalysis, ModuleAnalysis
-from ptxforge.errors import PtxforgeError
 
 __all__ = ["SCHEMA", "DeltaRow", "KernelPair", "VariantComparison", "compare_variants"]
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import itertools
 
-from ptxforge.ptx import types as T
-from .ctx import Entry
 from ptxforge.dsl.bits import PRMT_MODES, TESTP_CLASSES
+from ptxforge.ptx import types as T
+
+from .ctx import Entry
 
 __all__ = ["bit_entries"]
 

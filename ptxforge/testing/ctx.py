@@ -9,8 +9,8 @@ from typing import Callable
 
 import attrs
 
-from ptxforge.ptx import types as T
 from ptxforge.dsl.builder import KernelBuilder
+from ptxforge.ptx import types as T
 
 __all__ = ["Entry", "KINDS", "REGION_MEM", "REGION_SINK", "REGION_EXTRA"]
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
-from ptxforge.ptx import isa
-from ptxforge.ptx import types as T
-from .bits import bit_entries
-from .ctx import _NO_IMM, KINDS, REGION_EXTRA, REGION_MEM, REGION_SINK, Entry, _Ctx, _size
 from ptxforge.dsl.builder import SPECIAL_REGISTERS, KernelBuilder
 from ptxforge.errors import BuildError, PtxforgeError
+from ptxforge.ptx import isa
+from ptxforge.ptx import types as T
+
+from .bits import bit_entries
+from .ctx import _NO_IMM, KINDS, REGION_EXTRA, REGION_MEM, REGION_SINK, Entry, _Ctx, _size
 
 __all__ = ["Entry", "CATALOGUE", "ENTRIES", "KINDS", "REGION_EXTRA", "REGION_MEM", "REGION_SINK",
            "available_entries", "excluded_entries"]

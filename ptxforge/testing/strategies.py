@@ -36,11 +36,12 @@ from typing import Optional
 
 import attrs
 
-from ptxforge.ptx import types as T
-from .ops import CATALOGUE, REGION_EXTRA, REGION_SINK, _Ctx, available_entries, excluded_entries
 from ptxforge.dsl.builder import ModuleBuilder
-from ptxforge.ptx.emit import emit
 from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import types as T
+from ptxforge.ptx.emit import emit
+
+from .ops import CATALOGUE, REGION_EXTRA, REGION_SINK, _Ctx, available_entries, excluded_entries
 
 __all__ = [
     "FuncRecipe",

@@ -1,4 +1,6 @@
-"""What the compilers say: backends (ptxas, nvJitLink, driver), isolation, ptxas logs, cubins, caps, sweeps, SASS.
+"""What the compilers say.
+
+Backends (ptxas, nvJitLink, driver), isolation, ptxas logs, cubins, caps, sweeps, SASS.
 
 Imports :mod:`ptxforge.ptx` and :mod:`ptxforge.arch` only.
 """

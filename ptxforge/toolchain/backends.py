@@ -20,8 +20,9 @@ from typing import Optional
 
 import attrs
 
-from ._worker import nvjitlink_link
 from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
+
+from ._worker import nvjitlink_link
 
 __all__ = ["RawResult", "Backend", "NvJitLinkBackend", "PtxasBackend", "DriverBackend",
            "find_ptxas", "ptxas_version", "BACKEND_NAMES"]
@@ -75,6 +76,7 @@ class Backend:
         """The RawResult of a worker's outcome; raises what the child raised, or
         :class:`~ptxforge.errors.CompilerCrashError` when the child died."""
         from ptxforge.errors import CompilerCrashError
+
         from .isolate import Crash, error_from_child
 
         if isinstance(outcome, Crash):

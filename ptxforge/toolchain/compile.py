@@ -28,12 +28,12 @@ from typing import Optional, Union
 
 import attrs
 
-from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
 from ptxforge.arch.targets import target as as_target
-from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
-from ptxforge.errors import CompilerCrashError
-from .kernel_stats import KernelStats, kernel_stats
+from ptxforge.errors import BackendUnavailableError, CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
+
+from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
+from .kernel_stats import KernelStats, kernel_stats
 from .ptxas_log import PtxasLog, parse_ptxas_log
 
 __all__ = ["CompileOptions", "KernelStats", "Compiled",

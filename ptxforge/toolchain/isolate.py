@@ -31,8 +31,9 @@ from typing import Optional
 
 import attrs
 
-from ._worker import read_frame, write_frame
 from ptxforge.errors import BackendUnavailableError, CompileError, PtxforgeError
+
+from ._worker import read_frame, write_frame
 
 __all__ = ["Crash", "WorkerPool", "shared_pool", "shutdown_workers",
            "error_from_child"]

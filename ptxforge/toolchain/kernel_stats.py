@@ -26,6 +26,7 @@ from typing import Optional
 import attrs
 
 from ptxforge.errors import CompileError, PtxforgeError
+
 from .ptxas_log import parse_ptxas_log
 from .regcap import resolve_register_cap
 

@@ -18,9 +18,10 @@ version adds or drops never shifts the others.
 
 Example::
 
-    >>> log = parse_ptxas_log("ptxas info    : Used 10 registers, 376 bytes cmem[0]")
-    >>> log.functions[0].registers
-    10
+    >>> log = parse_ptxas_log("ptxas info    : Compiling entry function 'k' for 'sm_80'\\n"
+    ...                       "ptxas info    : Used 10 registers, 376 bytes cmem[0]\\n")
+    >>> log.functions[0].name, log.functions[0].registers
+    ('k', 10)
 """
 
 from __future__ import annotations

@@ -44,10 +44,11 @@ from typing import Optional, Sequence, Union
 
 import attrs
 
-from .sass_listing import SourceLine, parse_life_ranges, parse_line_annotations
+from ptxforge.errors import BackendUnavailableError, PtxforgeError
+
 from .compile import Compiled
 from .cubin import CubinInfo, read_cubin
-from ptxforge.errors import BackendUnavailableError, PtxforgeError
+from .sass_listing import SourceLine, parse_life_ranges, parse_line_annotations
 
 __all__ = ["NVDISASM_ENV", "find_nvdisasm", "nvdisasm_version", "register_name",
            "SassInstruction", "SassPeak", "SassFunction", "SassLiveness", "sass_liveness",

@@ -34,15 +34,22 @@ from typing import Optional
 
 import attrs
 
-from .backends import PtxasBackend
-from .compile import (CompileOptions, _choose, _source, compiled_from_raw, explain_compile_error,
-                      get_backend, prepare_options)
-from ptxforge.arch.targets import target as as_target
-from ptxforge.errors import CompileError, PtxforgeError
-from ptxforge.errors import CompilerCrashError
-from .isolate import shared_pool
 from ptxforge.arch.occupancy import occupancy, register_cliffs, unknown_arch_reason
+from ptxforge.arch.targets import target as as_target
+from ptxforge.errors import CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import ptx_entries, ptx_target, with_maxnreg, with_version
+
+from .backends import PtxasBackend
+from .compile import (
+    CompileOptions,
+    _choose,
+    _source,
+    compiled_from_raw,
+    explain_compile_error,
+    get_backend,
+    prepare_options,
+)
+from .isolate import shared_pool
 from .ptxas_log import parse_ptxas_log
 
 __all__ = ["SweepRow", "Sweep", "GENERIC_CAPS", "default_caps", "sweep"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from .storage import mask_of
 from ..cfg import ControlFlowGraph
+from .storage import mask_of
 
 __all__ = ["block_bitsets"]
 

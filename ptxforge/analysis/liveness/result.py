@@ -18,10 +18,11 @@ from typing import Iterable, Iterator, Optional, Union
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.types import ALL_TYPES, REG_CLASSES, RegClass
+
+from ..cfg import ControlFlowGraph
 from .operands import decode_operands
 from .storage import CLASS_NAMES, CLASS_POS, CLASS_UNITS, N_CLASSES, PRED_POS, bits_of
-from ..cfg import ControlFlowGraph
-from ptxforge.ptx.types import ALL_TYPES, REG_CLASSES, RegClass
 
 __all__ = ["Liveness"]
 

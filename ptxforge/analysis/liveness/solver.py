@@ -27,12 +27,13 @@ from operator import attrgetter
 from typing import Optional, Union
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.types import ALL_TYPES
+
+from ..cfg import ControlFlowGraph, build_cfg
 from ..gc_pause import gc_paused
 from .operands import operands_touching, register_facts
 from .result import Liveness
 from .storage import CLASS_POS, N_CLASSES, bits_of, mask_of
-from ..cfg import ControlFlowGraph, build_cfg
-from ptxforge.ptx.types import ALL_TYPES
 
 __all__ = ["analyze_liveness"]
 

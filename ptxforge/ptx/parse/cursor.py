@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .. import ir
 from ptxforge.errors import ParseError, PtxforgeError
+
+from .. import ir
 from ..lexer import Tokens
 from ..types import PtxType
 

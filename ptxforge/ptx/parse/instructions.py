@@ -17,10 +17,10 @@ import struct
 from typing import Optional, Union
 
 from .. import ir
-from .cursor import EOF, IDENT, INT, int_value, show_token
-from .scopes import ScopeTracker
 from ..lexer import SPECIAL_REGISTERS, is_no_def, special_register_type
 from ..types import PtxType
+from .cursor import EOF, IDENT, INT, int_value, show_token
+from .scopes import ScopeTracker
 
 __all__ = ["InstructionParser"]
 

@@ -39,13 +39,14 @@ import os
 import re
 from typing import Optional, Union
 
+from ptxforge.errors import ParseError, PtxforgeError
+
 from .. import ir
+from ..lexer import BODY_VERBATIM_DIRECTIVES, PERF_DIRECTIVES
+from ..types import PtxType, class_for_decl
 from .cursor import EOF, IDENT, INT, int_value, show_token
 from .instructions import InstructionParser
 from .lineinfo import LineInfoParser
-from ptxforge.errors import ParseError, PtxforgeError
-from ..lexer import BODY_VERBATIM_DIRECTIVES, PERF_DIRECTIVES
-from ..types import PtxType, class_for_decl
 
 __all__ = ["parse", "parse_file"]
 
