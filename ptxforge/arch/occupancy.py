@@ -6,12 +6,14 @@ The calculation follows the header's model step by step:
   allocation unit; each of the SM's 4 sub-partitions holds ``regs_per_sm / 4`` registers, so
   it fits ``floor((regs_per_sm / 4) / regs_per_warp)`` warps; the SM fits 4 times that many
   warps, and ``that // warps_per_block`` blocks.  A block whose registers (with its warps
-  rounded up to a multiple of 4) exceed ``regs_per_block`` cannot launch at all.
+  rounded up to a multiple of 4) exceed ``regs_per_block`` cannot launch at all.  GP100
+  (6.0) has 2 sub-partitions, and runs only what also fits GP10x's 4.
 * **warps**: ``max_threads_per_sm / 32 // warps_per_block``; 0 when the block is too big.
 * **blocks**: the per-architecture maximum of resident blocks.
 * **shared memory**: static + dynamic + the 1 KB the driver reserves per block on 8.0+,
-  rounded up to the allocation unit (256 B on 7.x, 128 B on 8.0+), against the carveout the
-  driver picks (the preferred carveout, or the smallest supported one that fits a block).
+  rounded up to the allocation unit (256 B before 8.0, 128 B on 8.0+), against the carveout
+  the driver picks (the preferred carveout, or the smallest supported one that fits a block;
+  Maxwell and Pascal have one fixed size and no opt-in above 48 KB).
 * **barriers** (9.0+): ``blocks_limit × (1 or 2) // barriers per block``.
 
 Example::
@@ -122,20 +124,34 @@ def _smem_carveout(p: ArchProps, size: int) -> Optional[int]:
     return None
 
 
+def _register_limit(p: ArchProps, regs: int, warps_per_block: int) -> int:
+    """Blocks per SM the register file allows (cuda_occupancy.h's register step)."""
+    regs_per_warp = _round_up(regs * p.warp_size, p.reg_alloc_unit)
+    regs_assumed = regs_per_warp * _round_up(warps_per_block, p.sub_partitions)
+    if (p.regs_per_block < regs_assumed or p.regs_per_block < regs_per_warp * warps_per_block
+            or regs > p.register_check_limit):
+        return 0
+    if regs_per_warp == 0:
+        return INT_MAX
+    per_sub = (p.regs_per_sm // p.sub_partitions) // regs_per_warp
+    return per_sub * p.sub_partitions // warps_per_block
+
+
+def _block_check(p: ArchProps) -> ArchProps:
+    """The properties whose per-block register check a launch must pass: GP100 (6.0, two
+    sub-partitions) runs only what also fits GP10x (four), cuda_occupancy.h's rule for
+    forward compatibility within Pascal; every other SM checks against itself."""
+    return attrs.evolve(p, minor=1, sub_partitions=4) if (p.major, p.minor) == (6, 0) else p
+
+
 def _limits(p: ArchProps, regs: int, block: int, static_smem: int, dyn_smem: int,
             barriers: int, carveout: Optional[int], max_dynamic: Optional[int]) -> tuple:
     warps_per_block = _ceil_div(block, p.warp_size)
     # registers
-    regs_per_warp = _round_up(regs * p.warp_size, p.reg_alloc_unit)
-    regs_block = regs_per_warp * warps_per_block
-    regs_assumed = regs_per_warp * _round_up(warps_per_block, p.sub_partitions)
-    if p.regs_per_block < regs_assumed or p.regs_per_block < regs_block or regs > 256:
+    regs_block = _round_up(regs * p.warp_size, p.reg_alloc_unit) * warps_per_block
+    lim_regs = _register_limit(p, regs, warps_per_block)
+    if lim_regs and _register_limit(_block_check(p), regs, warps_per_block) == 0:
         lim_regs = 0
-    elif regs_per_warp > 0:
-        per_sub = (p.regs_per_sm // p.sub_partitions) // regs_per_warp
-        lim_regs = per_sub * p.sub_partitions // warps_per_block
-    else:
-        lim_regs = INT_MAX
     # warps
     lim_warps = 0 if block > p.max_threads_per_block else p.max_warps_per_sm // warps_per_block
     lim_blocks = p.max_blocks_per_sm
@@ -183,9 +199,10 @@ def _limits(p: ArchProps, regs: int, block: int, static_smem: int, dyn_smem: int
 def _max_regs_for_block(p: ArchProps, block: int) -> int:
     """The most registers per thread with which one block of ``block`` threads fits."""
     warps = _ceil_div(block, p.warp_size)
+    sub = _block_check(p).sub_partitions
     for r in range(p.max_regs_per_thread, -1, -1):
         per_warp = _round_up(r * p.warp_size, p.reg_alloc_unit)
-        if per_warp * _round_up(warps, p.sub_partitions) <= p.regs_per_block:
+        if per_warp * _round_up(warps, sub) <= p.regs_per_block:
             return r
     return 0
 
@@ -199,10 +216,12 @@ def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, ba
                    f"may have on {p.cc}")
     elif limits["registers"] == 0:
         per_warp = _round_up(registers * p.warp_size, p.reg_alloc_unit)
-        warps = _round_up(_ceil_div(block, p.warp_size), p.sub_partitions)
+        check = _block_check(p)
+        warps = _round_up(_ceil_div(block, p.warp_size), check.sub_partitions)
+        gp10x = " as on GP10x, which GP100 must also fit" if check is not p else ""
         why.append(f"registers: {registers} registers/thread x {block} threads need "
-                   f"{per_warp * warps} registers ({per_warp} per warp x {warps} warps), more "
-                   f"than the {p.regs_per_block} one block may use on {p.cc} (at most "
+                   f"{per_warp * warps} registers ({per_warp} per warp x {warps} warps{gp10x}), "
+                   f"more than the {p.regs_per_block} one block may use on {p.cc} (at most "
                    f"{_max_regs_for_block(p, block)} registers/thread at this block size)")
     if limits["shared_memory"] == 0:
         reserved = (f" + {p.reserved_shared_per_block} reserved by the driver"

@@ -61,6 +61,12 @@ class ArchProps:
         return self.max_threads_per_sm // self.warp_size
 
     @property
+    def register_check_limit(self) -> int:
+        """Registers per thread above which cuda_occupancy.h fits no block (255 before 7.0, 256
+        after: the header's own bound; ptxas never assigns more than 255)."""
+        return 255 if self.major < 7 else 256
+
+    @property
     def smem_alloc_unit(self) -> int:
         return 256 if self.major < 8 else 128
 
@@ -77,9 +83,9 @@ class ArchProps:
 
 
 def _props(major, minor, threads_sm, smem_sm_kb, max_blocks, carveouts, reserved):
+    optin = (smem_sm_kb - (1 if reserved else 0)) * KB if major >= 7 else 48 * KB
     return ArchProps(major, minor, 1024, threads_sm, 65536, 65536, 48 * KB, smem_sm_kb * KB,
-                     (smem_sm_kb - (1 if reserved else 0)) * KB, KB if reserved else 0,
-                     max_blocks, tuple(carveouts))
+                     optin, KB if reserved else 0, max_blocks, tuple(carveouts))
 
 
 _VOLTA = (0, 8, 16, 32, 64, 96)
@@ -91,6 +97,14 @@ _H100 = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 #: Capabilities" table; carveouts and block limits as cuda_occupancy.h models them, which
 #: tests/arch/test_occupancy_differential.py checks cell by cell).
 _PROPS = {
+    # Maxwell and Pascal: dedicated shared memory (no carveout: one configuration), no opt-in
+    # above 48 KB; 5.3 and 6.2 allow 32K registers per block; GP100 (6.0) has 2 sub-partitions.
+    "5.0": _props(5, 0, 2048, 64, 32, (64,), False),
+    "5.2": _props(5, 2, 2048, 96, 32, (96,), False),
+    "5.3": attrs.evolve(_props(5, 3, 2048, 64, 32, (64,), False), regs_per_block=32768),
+    "6.0": attrs.evolve(_props(6, 0, 2048, 64, 32, (64,), False), sub_partitions=2),
+    "6.1": _props(6, 1, 2048, 96, 32, (96,), False),
+    "6.2": attrs.evolve(_props(6, 2, 2048, 64, 32, (64,), False), regs_per_block=32768),
     "7.0": _props(7, 0, 2048, 96, 32, _VOLTA, False),
     "7.2": _props(7, 2, 2048, 96, 32, _VOLTA, False),
     "7.5": _props(7, 5, 1024, 64, 16, (32, 64), False),

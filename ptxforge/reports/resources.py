@@ -151,10 +151,6 @@ def resolve_target(target: Optional[Union[str, int]], ptx_target: Optional[str])
         return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is not a target ptxforge "
                                          f"knows: analysed for {DEFAULT_ARCH} (pass --arch to "
                                          "choose)")
-    if tgt.props is None and 13 not in tgt.toolkits:
-        return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is compiled only by CUDA 12 "
-                                         "and has no occupancy table: analysed for "
-                                         f"{DEFAULT_ARCH} (pass --arch to choose)")
     return tgt.name, "target", None
 
 

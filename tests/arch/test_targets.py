@@ -93,10 +93,13 @@ def test_occupancy_tables_are_shared_by_variants():
     assert arch_props("sm_90a") is arch_props("sm_90") is TARGETS["sm_90"].props
     assert arch_props("sm_100f") is arch_props("sm_100")
     covered = [t.name for t in TARGETS.values() if t.props is not None and not t.suffix]
-    assert covered == ["sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90",
-                       "sm_100", "sm_103", "sm_120", "sm_121"]
-    reason = TARGETS["sm_61"].occupancy_reason
-    assert reason.startswith("no occupancy table for sm_61: ") and "sm_121" in reason
+    assert covered == ["sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
+                       "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_103",
+                       "sm_120", "sm_121"]
+    missing = [t.name for t in TARGETS.values() if t.props is None]
+    assert missing == ["sm_88", "sm_101", "sm_101a", "sm_101f", "sm_110", "sm_110a", "sm_110f"]
+    reason = TARGETS["sm_88"].occupancy_reason
+    assert reason.startswith("no occupancy table for sm_88: ") and "sm_121" in reason
 
 
 # --- the registry's facts, checked against the real tools --------------------------------------
@@ -161,3 +164,22 @@ def test_toolkits_and_ptx_minimum_match_cuda12_ptxas(name, tmp_path):
     assert accepts is (12 in t.toolkits), (name, t.toolkits)
     if accepts and t.sm >= 75:  # sm_50 … sm_72 keep the ISA's documented minimum
         assert not _ptxas_accepts(exe, _one_below(t.min_ptx), name, tmp_path), name
+
+
+def test_maxwell_and_pascal_tables_by_hand():
+    # 255 registers -> 8192 per warp; 160 threads = 5 warps, counted as 8 (4 sub-partitions):
+    # 65536 registers, more than the 32K a block may have on 5.3 and 6.2, exactly 64K elsewhere
+    assert occupancy(255, 160, "sm_53").active_blocks == 0
+    assert occupancy(255, 160, "sm_62").active_blocks == 0
+    assert occupancy(255, 160, "sm_52").active_blocks == 1
+    # GP100 has 2 sub-partitions but runs only what GP10x (4) runs: 84 registers -> 2816 per
+    # warp; 672 threads = 21 warps, counted as 22 on GP100 (61952 registers, fits) but as 24 on
+    # GP10x (67584 > 65536): no block.  80 registers: 2560 x 24 = 61440 fits both, 1 block.
+    gp100 = occupancy(84, 672, "sm_60")
+    assert gp100.active_blocks == 0 and "2816 per warp x 24 warps as on GP10x" in gp100.reason
+    assert occupancy(84, 672, "sm_61").active_blocks == 0
+    assert occupancy(80, 672, "sm_60").active_blocks == 1
+    # dedicated shared memory: 96 KB on 5.2/6.1, 64 KB on 5.0/6.0, and no opt-in above 48 KB
+    assert occupancy(32, 64, "sm_61", shared=48 * 1024).active_blocks == 2
+    assert occupancy(32, 64, "sm_60", shared=48 * 1024).active_blocks == 1
+    assert occupancy(32, 64, "sm_61", shared=48 * 1024 + 1).active_blocks == 0
