@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-import hypothesis_profiles  # noqa: F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
+# The tests' helper modules (corpus_util, cli_util, liveness_kit, ...) live in tests/support/ and
+# are imported by plain name.  isolate's worker processes get this sys.path from the parent;
+# a ``python -c`` child inserts 'tests/support' itself.
+SUPPORT = Path(__file__).resolve().parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
 
 
 def _gpu_reason() -> str | None:

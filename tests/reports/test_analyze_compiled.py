@@ -1,0 +1,167 @@
+"""What the compile layer knows, shown by ``analyze``: call-graph vs own-body figures, an
+unbounded (recursive) stack, the register cap's origin, debug PTX, the compiler that ran, and
+a crash of nvJitLink as an error instead of a dead process.  Real PTX from CUDA C++ (NVRTC)
+compiled by nvJitLink; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ptxforge import CompilerCrashError, analyze_ptx
+from ptxforge.cli import main
+from ptxforge.ptx.directives import with_maxnreg
+from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+
+from compile_sources import CALLS, LIVE64, OCTREE_WALK, nvrtc
+from corpus_util import corpus_ptx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _doc(capsys, path, *argv):
+    assert main(["analyze", str(path), "--json", *argv]) == 0
+    import json
+    return json.loads(capsys.readouterr().out)
+
+
+def _text(capsys, path, *argv):
+    assert main(["analyze", str(path), *argv]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory):
+    d = tmp_path_factory.mktemp("compiled")
+    files = {"calls": nvrtc(CALLS, "calls", "sm_80"),
+             "recursive": corpus_ptx("calls", "sm_80"),
+             "debug": nvrtc(CALLS, "calls_g", "sm_80", "-G"),
+             "bounds": nvrtc(LIVE64.replace("BOUNDS", "__launch_bounds__(256, 4)"), "lb",
+                             "sm_80")}
+    out = {}
+    for name, text in files.items():
+        out[name] = d / f"{name}.ptx"
+        out[name].write_text(text)
+    return out
+
+
+def test_json_ptxas_has_call_graph_and_own_body_figures(capsys, ptx):
+    stats = compile_ptx(ptx["calls"].read_text(), "sm_80")["calls"]
+    (k,) = [k for k in _doc(capsys, ptx["calls"])["kernels"] if k["name"] == "calls"]
+    p = k["ptxas"]
+    # nvJitLink 13.5, sm_80: gather (called twice) spills 56/56 in a 136-byte frame
+    assert (p["registers"], p["body_registers"]) == (stats.registers, stats.body_registers)
+    assert p["body_registers"] < p["registers"]
+    assert (p["spill_stores"], p["spill_loads"]) == (56, 56)
+    assert (p["body_spill_stores"], p["body_spill_loads"]) == (0, 0)
+    assert (p["stack"], p["body_stack_frame"], p["stack_known"]) == (160, 0, True)
+    assert p["callees"] == list(stats.callees) and "_Z6gatherPKdll" in p["callees"]
+    assert (p["register_cap"], p["register_cap_source"], p["register_cap_note"]) == (
+        None, None, None)
+
+
+def test_text_shows_own_body_rows_and_the_callees(capsys, ptx):
+    out = _text(capsys, ptx["calls"], "--kernel", "calls")
+    assert re.search(r"^  stack \(bytes\) +- +160$", out, re.M)
+    assert re.search(r"^    spill stores, own body \(bytes\) +- +0$", out, re.M)
+    assert re.search(r"^    stack frame, own body \(bytes\) +- +0$", out, re.M)
+    assert "  calls 4 functions: fail, gather, __cuda_sm20_rem_s64, vprintf;" in out
+    assert "ptxas spilled: 56 bytes stored, 56 bytes loaded per thread in the kernel and the " \
+           "functions it calls (0/0 in its own body, 56/56 in its callees)" in out
+
+
+def test_recursion_makes_the_stack_a_lower_bound(capsys, ptx):
+    doc = _doc(capsys, ptx["recursive"])
+    (k,) = [k for k in doc["kernels"] if k["name"] == "call_chain"]
+    assert (k["ptxas"]["stack_known"], k["ptxas"]["stack"]) == (False, 48)
+    (other,) = [k for k in doc["kernels"] if k["name"] == "call_indirect"]
+    assert other["ptxas"]["stack_known"] is True
+    assert any("is a lower bound: the call graph recurses" in n for n in k["notes"])
+    out = _text(capsys, ptx["recursive"])
+    row = [line for line in out.splitlines() if line.startswith("  call_chain ")][0]
+    assert row.split()[5] == "≥48"
+    assert re.search(r"^  stack \(bytes\) +- +≥48$", out, re.M)
+    assert "  stack: at least 48 bytes: the call graph recurses" in out
+
+
+def test_a_recursive_func_has_an_unknown_stack(capsys, ptx):
+    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z13fib_recursivei")
+    assert doc["kernels"][0]["ptxas"]["stack_known"] is False
+    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z5poly3ffff")
+    assert doc["kernels"][0]["ptxas"]["stack_known"] is True
+
+
+def test_launch_bounds_name_the_caps_source(capsys, ptx):
+    p = _doc(capsys, ptx["bounds"])["kernels"][0]["ptxas"]
+    # __launch_bounds__(256, 4) on sm_80: 65536 / (256 * 4) = 64 registers
+    assert (p["register_cap"], p["register_cap_source"], p["register_cap_note"]) == (
+        64, "launch bounds", None)
+    out = _text(capsys, ptx["bounds"])
+    assert re.search(r"^  register cap +- +64 \(launch bounds\)$", out, re.M)
+
+
+def test_a_maxrregcount_launch_bounds_ignore_is_noted(ptx):
+    a = analyze_ptx(ptx["bounds"].read_text(), "lb.ptx",
+                    options=CompileOptions(max_registers=40))
+    k = a.kernels[0]
+    assert k.stats.register_cap == 64
+    note = k.to_dict()["ptxas"]["register_cap_note"]
+    assert note.startswith("--maxrregcount=40 not applied: ptxas ignores --maxrregcount")
+    assert f"  register cap: {note}" in a.to_text()
+
+
+def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
+    doc = _doc(capsys, ptx["debug"])
+    assert doc["tool"] == "nvJitLink 13.5" or doc["tool"].startswith("nvJitLink ")
+    (note,) = doc["notes"]
+    assert note.startswith("debug PTX ('.target sm_80, debug'") and "compiled at -O0" in note
+    head, note_line = _text(capsys, ptx["debug"]).splitlines()[:2]
+    assert head.endswith(f"; ptxas via nvjitlink ({doc['tool']})")
+    assert note_line == f"note: {note}"
+    assert _doc(capsys, ptx["calls"])["notes"] == []
+
+
+def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
+    from ptxforge.ptx.directives import with_version
+    from ptxforge.toolchain.backends import PtxasBackend
+
+    alt = PtxasBackend().for_target("sm_80")
+    if alt is None:
+        pytest.skip("no ptxas executable accepts sm_80")
+    text = with_version(ptx["calls"].read_text(), (8, 0))
+    a = analyze_ptx(text, "calls.ptx", backend="ptxas")
+    assert a.tool.startswith("ptxas ") and a.tool.endswith(")")
+    assert a.to_text().splitlines()[0].endswith(f"; {a.tool}")
+
+
+def test_an_nvjitlink_crash_is_a_one_line_error(tmp_path):
+    # nvJitLink 13.5 segfaults on walk for sm_80 at 24 registers (tests/support/compile_sources.py);
+    # without isolation the command itself would die of SIGSEGV (exit -11).
+    path = tmp_path / "walk24.ptx"
+    path.write_text(with_maxnreg(nvrtc(OCTREE_WALK, "walk", "sm_80"), "walk", 24))
+    proc = subprocess.run([sys.executable, "-m", "ptxforge", "analyze", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("ptxforge: error: nvJitLink crashed (signal 11, SIGSEGV) "
+                                  "compiling for sm_80; hint: ")
+
+
+def test_analyze_ptx_raises_compiler_crash_error_in_a_child():
+    # in a child process, so that a regression (no isolation) kills the child, not pytest
+    code = ("import sys; sys.path.insert(0, 'tests/support')\n"
+            "from compile_sources import OCTREE_WALK, nvrtc\n"
+            "from ptxforge import analyze_ptx, CompilerCrashError\n"
+            "from ptxforge.ptx.directives import with_maxnreg\n"
+            "p = with_maxnreg(nvrtc(OCTREE_WALK, 'walk', 'sm_80'), 'walk', 24)\n"
+            "try:\n    analyze_ptx(p, backend='nvjitlink')\n"
+            "except CompilerCrashError as e:\n    print('crash', e.crash.signal)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "crash 11\n"), proc.stderr
+    assert issubclass(CompilerCrashError, Exception)
