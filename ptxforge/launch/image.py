@@ -93,8 +93,6 @@ def check_target(target: Optional[str], compute_capability: tuple) -> Optional[s
 
 def _signatures_from_ptx(ptx: str) -> tuple[dict, Optional[str]]:
     """Entry signatures of PTX text through :func:`ptxforge.ptx.parse.parse`, and why not if it fails."""
-    # `from .parse import parse`, not `from . import parse`: the package re-exports the
-    # function under the submodule's name, so the latter would give the function.
     from ptxforge.ptx.parse import parse
 
     try:

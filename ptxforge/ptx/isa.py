@@ -201,7 +201,7 @@ _ROWS = (
     OpSpec("brev", "d, a", (T.b32, T.b64), (), (), "d = bit reverse"),
     OpSpec("bfe", "d, a, u32, u32", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
     OpSpec("bfi", "d, a, b, u32, u32", (T.b32, T.b64), (), (), "d = insert a into b"),
-    # bit twiddling, byte permutes and small dot products (builder_bits) ------------------
+    # bit twiddling, byte permutes and small dot products (dsl/bits.py) ------------------
     # Operand kinds: n = a shift/width amount (u32; immediates 0..32 with .clamp, 0..31 with
     # .wrap); sel = prmt's selector; lut = lop3's 8-bit table (immediate only); base = fns's
     # start bit (u32, immediates 0..31).  The minimums that matter for a target ptxforge knows

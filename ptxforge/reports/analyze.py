@@ -103,13 +103,12 @@ __all__ = [
 SCHEMA = "ptxforge.analyze/1"
 
 
-
 def check_target(target: Union[str, int], *, compile: bool = True) -> str:
-    """Normalise ``arch`` (``"sm_86"``, ``"86"``, ``"8.6"``, ``"sm_90a"``) or raise a
-    PtxforgeError naming the accepted ones.  Arch-specific names are accepted where the target
-    exists (``sm_90a``, ``sm_100f``; not ``sm_80a``), the same way for every command.
-    ``compile=True`` accepts every target ptxas knows (its occupancy is then reported as
-    unknown when the occupancy table lacks it); ``compile=False`` also needs the table.
+    """The registry's name for ``target`` (``"sm_86"``, ``"86"``, ``"8.6"``, ``"sm_90a"``), or
+    the registry's UnsupportedError naming the known ones (the CLI's ``--arch`` check, the same
+    for every command).  ``compile=True`` accepts every registered target (occupancy is then
+    reported as n/a where the registry has no occupancy table); ``compile=False`` also needs
+    the table.
 
     Example::
 

@@ -311,7 +311,7 @@ def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, t
         raise PtxforgeError(f"compare_with_ptxas: expected a KernelStats (compiled[name]), got "
                             f"{type(stats).__name__}")
     est = Estimate.of(estimate)
-    tgt = target or stats.target
+    tgt = stats.target if target is None else as_target(target).name
     kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
               barriers=max(stats.barriers or 1, 1), max_threads=stats.max_threads_per_block)
     known = unknown_arch_reason(tgt) is None

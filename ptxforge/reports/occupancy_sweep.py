@@ -1,5 +1,4 @@
-"""The ``ptxforge occupancy`` and ``ptxforge sweep`` reports (re-exported by
-:mod:`ptxforge.reports.analyze`, where the other callers find them).
+"""The ``ptxforge occupancy`` and ``ptxforge sweep`` reports.
 
 JSON of the sweep (``"schema": "ptxforge.sweep/1"``)::
 

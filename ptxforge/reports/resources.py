@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_byte
            "register_limit", "cliffs_at", "callers_of", "function_stats", "PTXAS_JSON_KEYS",
            "ptxas_fields", "stack_text"]
 
-#: The architecture analysed when neither ``arch`` nor a usable ``.target`` says one.
+#: The target analysed when neither ``target`` (``--arch``) nor a known ``.target`` says one.
 DEFAULT_ARCH = "sm_80"
 #: Threads per block when neither ``block`` nor the kernel's launch bounds say one.
 DEFAULT_BLOCK = 256
@@ -136,7 +136,7 @@ def resolve_block(kernel: ir.Kernel, block: Optional[int]) -> tuple:
 
 
 def resolve_target(target: Optional[Union[str, int]], ptx_target: Optional[str]) -> tuple:
-    """``(target, source, note)``: ``arch`` when given (source ``"given"``); else the PTX's
+    """``(target, source, note)``: ``target`` when given (source ``"given"``); else the PTX's
     own ``.target`` when ptxforge knows it (``"target"``); else :data:`DEFAULT_ARCH`
     (``"default"``) with a note saying why."""
     if target is not None:
@@ -155,7 +155,7 @@ def resolve_target(target: Optional[Union[str, int]], ptx_target: Optional[str])
 
 
 def register_limit(target: str) -> int:
-    """The most registers one thread can have on ``arch`` (255 on every known target)."""
+    """The most registers one thread can have on ``target`` (255 on every known target)."""
     if unknown_arch_reason(target) is not None:
         return MAX_REGISTERS
     return arch_props(target).max_regs_per_thread

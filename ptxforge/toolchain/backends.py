@@ -20,6 +20,7 @@ from typing import Optional
 
 import attrs
 
+from ptxforge.arch.targets import TARGETS
 from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
 
 from ._worker import nvjitlink_link
@@ -295,7 +296,7 @@ class PtxasBackend(Backend):
             return False, str(exc)
         if not cands:
             return False, ("no ptxas executable on PATH, under CUDA_HOME/CUDA_PATH or in a pip "
-                           f"package; {_PIP_HINT} adds one (the CUDA 12 ptxas also targets sm_70)")
+                           f"package; {_PIP_HINT} adds one (the CUDA 12 ptxas also targets sm_50 … sm_72)")
         return True, "; ".join(f"{p} (CUDA {'.'.join(map(str, ptxas_version(p)))})" for p in cands)
 
     def for_target(self, target: str) -> Optional["PtxasBackend"]:
@@ -342,8 +343,20 @@ class PtxasBackend(Backend):
                                  tool_version=ptxas_version(exe), tool_path=exe)
         raise BackendUnavailableError(
             f"ptxas backend: no installed ptxas accepts target {target}; refused by: "
-            f"{', '.join(refused)}. CUDA 13 dropped sm_70/sm_72: {_PIP_HINT} adds a ptxas that "
-            "still targets them")
+            f"{', '.join(refused)}. {_toolkit_hint(target)}")
+
+
+def _toolkit_hint(target: str) -> str:
+    """Which CUDA toolkits' ptxas compile ``target`` (from the target registry), and how to get one."""
+    known = TARGETS.get(target)
+    if known is None:
+        return f"{target} is not a target ptxforge knows"
+    if known.toolkits == (12,):
+        return f"Only a CUDA 12 ptxas targets {target} (CUDA 13 dropped it): {_PIP_HINT} adds one"
+    if known.toolkits == (13,):
+        return (f"Only a CUDA 13 ptxas targets {target}: pip install nvidia-cuda-nvcc (13.x) "
+                "adds one, or use nvJitLink 13 (backend='nvjitlink')")
+    return f"CUDA {' and '.join(map(str, known.toolkits))} ptxas target {target}"
 
 
 # --- CUDA driver ------------------------------------------------------------------------------

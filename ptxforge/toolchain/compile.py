@@ -9,8 +9,9 @@ Example::
     10
 
 ``backend="auto"`` uses nvJitLink when the installed nvJitLink accepts the target and falls
-back to a ptxas executable otherwise (nvJitLink 13 refuses sm_70/sm_72; the CUDA 12 ptxas of
-``pip install nvidia-cuda-nvcc-cu12`` still targets them).  ``backend="driver"`` JIT-compiles
+back to a ptxas executable otherwise (nvJitLink 13 refuses sm_50 … sm_72 and sm_101, which
+the registry marks as CUDA 12 only; the CUDA 12 ptxas of ``pip install nvidia-cuda-nvcc-cu12``
+still targets them).  ``backend="driver"`` JIT-compiles
 for the GPU present and reads the function attributes the driver reports.
 
 ``isolate=True`` runs an in-process backend (nvJitLink) in a worker child
@@ -28,6 +29,7 @@ from typing import Optional, Union
 
 import attrs
 
+from ptxforge.arch.targets import TARGETS
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BackendUnavailableError, CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
@@ -357,7 +359,8 @@ def _version_hint(log: str, target: str, backend: str = "") -> str:
         return ""
     tool = {"ptxas": "this ptxas", "nvjitlink": "this nvJitLink"}.get(backend, "this ptxas")
     text = (f"\nhint: {tool} reads PTX ISA up to {m.group(2)}, the file says {m.group(1)}. ")
-    if target in ("sm_70", "sm_72"):
+    known = TARGETS.get(target)
+    if known is not None and 13 not in known.toolkits:
         text += (f"Only a CUDA 12 ptxas still targets {target} (CUDA 12.9 reads PTX ISA up to "
                  f"8.8; pip install nvidia-cuda-nvcc-cu12): regenerate the PTX with CUDA 12.x")
     else:

@@ -173,7 +173,7 @@ def _run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
         if m or "arch" in msg.lower():
             which = f"sm_{m.group(1)}" if m else "this cubin's architecture"
             hint = (f"\nhint: this nvdisasm ({nvdisasm_version(tool)}) does not read {which}; "
-                    "nvdisasm 13 reads sm_75 and newer, a CUDA 12 nvdisasm also sm_70/sm_72 "
+                    "nvdisasm 13 reads sm_75 and newer, a CUDA 12 nvdisasm also sm_50 … sm_72 "
                     f"(point ${NVDISASM_ENV} at one)")
         raise PtxforgeError(f"sass: nvdisasm {' '.join(flags)} failed on the cubin "
                             f"(exit {res.returncode}): {msg or 'no message'}{hint}")

@@ -193,3 +193,17 @@ def test_local_array_note_tells_the_own_frame_from_the_call_graphs_stack():
                     "functions it calls.")
     assert f"stack {s.stack_frame} B (own frame 0 B, 32 B local arrays)" in c.to_text()
     assert "-byte stack frame are local arrays" not in "\n".join(c.notes())
+
+
+def test_the_target_goes_through_the_registry():
+    from ptxforge.errors import UnsupportedError
+    from ptxforge.toolchain.compile import KernelStats
+
+    stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=40)
+    assert compare_with_ptxas(Estimate(40, 1), stats, target="8.6").target == "sm_86"
+    assert compare_with_ptxas(Estimate(40, 1), stats).target == "sm_80"
+    with pytest.raises(UnsupportedError, match="unknown target 'sm_99'"):
+        compare_with_ptxas(Estimate(40, 1), stats, target="sm_99")
+    # a target without an occupancy table: the comparison stands, occupancy is n/a
+    c = compare_with_ptxas(Estimate(40, 1), stats, target="sm_110")
+    assert c.occupancy_ptxas is None and c.difference == 0

@@ -169,7 +169,7 @@ def test_a_ptx_version_newer_than_ptxas_gets_a_hint():
         compile_ptx(ptx, "sm_70", backend="ptxas")
     text = str(info.value)
     assert "hint: this ptxas reads PTX ISA up to 8.8, the file says 9.5" in text
-    assert "Only a CUDA 12 ptxas still targets sm_70" in text
+    assert "Only a CUDA 12 ptxas still targets sm_70" in text   # registry: toolkits (12,)
     assert "lower its .version line to 8.8" in text
 
 
@@ -461,3 +461,13 @@ def test_a_cap_below_ptxas_floor_is_raised_and_said():
     assert "adjusting per thread register count of 16 to lower bound of 24" in c.log
     assert (k.registers, k.register_cap, k.register_cap_source) == (24, 24, "--maxrregcount")
     assert k.register_cap_note == "--maxrregcount=16 raised to 24: ptxas's lower bound for sm_80"
+
+
+def test_toolkit_hints_come_from_the_registry():
+    from ptxforge.toolchain.backends import _toolkit_hint
+
+    assert _toolkit_hint("sm_61").startswith("Only a CUDA 12 ptxas targets sm_61 (CUDA 13 dropped")
+    assert _toolkit_hint("sm_101a").startswith("Only a CUDA 12 ptxas targets sm_101a")
+    assert _toolkit_hint("sm_110").startswith("Only a CUDA 13 ptxas targets sm_110")
+    assert _toolkit_hint("sm_90a") == "CUDA 12 and 13 ptxas target sm_90a"
+    assert _toolkit_hint("sm_99") == "sm_99 is not a target ptxforge knows"

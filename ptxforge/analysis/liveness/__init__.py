@@ -33,11 +33,11 @@ instruction (flat ``array('i')``).  Live sets at a given instruction are materia
 
 This module is the public face; the work is split by concept (data flows down the list):
 
-* ``_liveness_storage``: int bitsets (:func:`mask_of`, :func:`bits_of`) and the class order;
-* ``_liveness_operands``: instructions to register indices and per-register facts;
-* ``_liveness_result``: the :class:`Liveness` result and its queries;
-* ``_liveness_solver``: :func:`analyze_liveness` (block summaries, fixpoints, sweep);
-* ``_liveness_blocks``: the block-level dataflow over every register, straight from the
+* :mod:`.storage`: int bitsets (:func:`mask_of`, :func:`bits_of`) and the class order;
+* :mod:`.operands`: instructions to register indices and per-register facts;
+* :mod:`.result`: the :class:`Liveness` result and its queries;
+* :mod:`.solver`: :func:`analyze_liveness` (block summaries, fixpoints, sweep);
+* :mod:`.blocks`: the block-level dataflow over every register, straight from the
   definitions (the ``*_bits`` attributes, and the reference for the solver).
 
 Example::
