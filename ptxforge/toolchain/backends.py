@@ -21,6 +21,7 @@ from typing import Optional
 import attrs
 
 from ptxforge.arch.targets import TARGETS
+from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
 
 from ._worker import nvjitlink_link
@@ -432,13 +433,13 @@ class DriverBackend(Backend):
 
     def supports(self, target: str) -> bool:
         try:
-            return self.device_target() == re.sub(r"[af]$", "", target)
+            return self.device_target() == as_target(target).base
         except Exception:
             return False
 
     def compile(self, ptx: str, target: str, options, kernels=()) -> RawResult:
         driver, dev, sm = self._init()
-        if target is not None and re.sub(r"[af]$", "", target) != sm:
+        if target is not None and as_target(target).base != sm:
             raise BackendUnavailableError(
                 f"driver backend: the driver JIT-compiles for the GPU present ({sm}), "
                 f"not for {target}; use backend='nvjitlink' for other targets")
