@@ -12,7 +12,8 @@ from .peak import display_name
 from .resources import stack_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .analyze import KernelAnalysis, ModuleAnalysis, OccupancyReport
+    from .analyze import KernelAnalysis, ModuleAnalysis
+    from .occupancy_sweep import OccupancyReport
 
 __all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "cliff_line",
            "render_kernel", "render_module", "render_occupancy"]

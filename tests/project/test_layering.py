@@ -180,3 +180,22 @@ def test_import_ptxforge_loads_no_gpu_layer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_type_checking_imports_name_what_exists():
+    # left out of the graph above, so checked here: a renderer's type-only import must still
+    # name a class its module defines (after a move, a stale one would go unnoticed)
+    stale = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
+                continue
+            for imp in (n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)):
+                base = package.split(".")[: len(package.split(".")) - imp.level + 1]
+                module = importlib.import_module(".".join(base + [imp.module]) if imp.level
+                                                 else imp.module)
+                stale += [f"{name}: {module.__name__}.{a.name}" for a in imp.names
+                          if not hasattr(module, a.name)]
+    assert not stale, stale
