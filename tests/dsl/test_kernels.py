@@ -11,7 +11,6 @@ import pytest
 from ptxforge.dsl import kernels
 from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
-from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import emit
 
 ARCHS = ("sm_80", "sm_90")

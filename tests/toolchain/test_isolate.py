@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.errors import CompileError, CompilerCrashError, PtxforgeError, UnsupportedError
+from ptxforge.errors import CompileError, CompilerCrashError, UnsupportedError
 from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.toolchain.isolate import Crash, WorkerPool, error_from_child
 
