@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import pathlib
 
 import pytest
 
-import ptxforge
+from package_modules import package_modules
 
-PACKAGE = pathlib.Path(ptxforge.__file__).resolve().parent
-MODULES = sorted(
-    ".".join(("ptxforge",) + p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
-    for p in PACKAGE.rglob("*.py") if p.name != "__main__.py")
+MODULES = sorted(name for name in package_modules() if not name.endswith("__main__"))
 
 
 @pytest.mark.parametrize("name", MODULES)

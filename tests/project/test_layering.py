@@ -18,7 +18,7 @@ import pytest
 
 import ptxforge
 
-PACKAGE = pathlib.Path(ptxforge.__file__).resolve().parent
+from package_modules import PACKAGE, package_modules
 
 #: What each part of the house may import (besides itself).  Lower wings never import higher
 #: ones; nothing imports the CLI; only the front door (``__init__``) and the CLI sit on top.
@@ -40,18 +40,7 @@ ALLOWED = {
 }
 
 
-def _modules() -> dict[str, pathlib.Path]:
-    """Every module of the package by dotted name (packages by their own name)."""
-    out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ("ptxforge",) + path.relative_to(PACKAGE).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-MODULES = _modules()
+MODULES = package_modules()
 
 
 def _type_checking_nodes(tree: ast.AST) -> set:
