@@ -1,0 +1,95 @@
+"""The ``ptxforge`` command: a thin layer over :mod:`ptxforge.reports.analyze` and friends.
+
+One module per command (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the output)::
+
+    ptxforge analyze FILE.ptx|FILE.cubin [--arch ARCH] [--kernel NAME] [--block N]
+                              [--smem BYTES] [--no-compile] [--json] [--top N]
+                              [--by line|function|callsite]
+    ptxforge compare A.ptx B.ptx [--arch] [--block] [--smem] [--kernel] [--pair A=B]
+                              [--kernel-a NAME --kernel-b NAME] [--no-compile] [--json] [--top N]
+    ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--smem] [--kernel] [--json]
+    ptxforge occupancy --arch sm_86 --regs 51 --block 256 [--smem BYTES] [--json]
+    ptxforge sass FILE.ptx|FILE.cubin [--arch sm_80] [--kernel NAME] [--json] [--top N]
+
+``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
+``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
+the input could not be read, parsed, compiled or analysed (unknown kernel included), 2 usage
+error (bad option or value, unknown architecture).  Errors are one message on standard error,
+never a traceback.
+
+Example::
+
+    >>> main(["occupancy", "--arch", "sm_86", "--regs", "51", "--block", "256"])  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ptxforge.cli import analyze, compare, occupancy, sass, sweep
+from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
+from ptxforge.errors import PtxforgeError
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+# The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
+_COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
+             "sass": sass}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ptxforge`` command."""
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Analyse the register pressure of PTX kernels.",
+        epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in _COMMANDS.values():
+        module.add(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ptxforge`` command with ``argv`` (default ``sys.argv[1:]``); the exit status.
+
+    Example::
+
+        >>> main(["occupancy", "--regs", "32", "--block", "128", "--json"])  # doctest: +SKIP
+        0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors (2), --help (0)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _COMMANDS[args.command].run(args)
+    except UsageError as exc:  # argparse's format: the command's usage, then the message
+        sub = parser._subparsers._group_actions[0].choices[args.command]
+        sys.stderr.write(sub.format_usage() + f"{sub.prog}: error: {exc}\n")
+        return EXIT_USAGE
+    except PtxforgeError as exc:
+        sys.stderr.write(f"{PROG}: error: {message(exc)}\n")
+        return EXIT_FAILURE
+    except BrokenPipeError:  # output piped into head & co.: stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
+            pass
+        return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as exc:  # never a traceback for the user; the debug switch shows it
+        if os.environ.get("PTXFORGE_DEBUG"):
+            raise
+        sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+                         "(set PTXFORGE_DEBUG=1 for the traceback and please report it)\n")
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""``ptxforge analyze: per-kernel registers, instruction mix, pressure peak, ptxas figures, occupancy."""
+
+from __future__ import annotations
+
+from ptxforge.cli.common import EXIT_OK, UsageError, add_common, count_type, emit, read_input
+
+__all__ = ["add", "run"]
+
+
+def add(sub) -> None:
+    """Add the ``analyze`` sub-command to the sub-parsers ``sub``."""
+    a = sub.add_parser("analyze", help="per-kernel registers, instruction mix, pressure peak, "
+                                       "ptxas figures and occupancy",
+                       description="Analyse every kernel of a PTX file ('-' reads stdin).")
+    a.add_argument("file", metavar="FILE.ptx|FILE.cubin")
+    add_common(a)
+    a.add_argument("--no-compile", action="store_true",
+                   help="skip ptxas; occupancy uses the liveness estimate")
+    a.add_argument("--top", default=10, type=count_type,
+                   help="values, source lines and opcodes listed per kernel (default 10, 0: all)")
+    a.add_argument("--by", default="line", choices=("line", "function", "callsite"),
+                   help="group the values live at the peak by defining source line, by "
+                        "(inlined) function, or by the kernel's own line the inlined code was "
+                        "called from (default line)")
+
+
+def run(args) -> int:
+    """Run the command; the exit status."""
+    from ptxforge.reports.analyze import analyze_ptx
+
+    data, name = read_input(args.file)
+    if data[:4] == b"\x7fELF":
+        from ptxforge.reports.cubin import analyze_cubin
+
+        if args.no_compile or args.by != "line":
+            raise UsageError("analyze: --no-compile and --by apply to PTX, not to a cubin")
+        res = analyze_cubin(data, name, args.arch, args.block, kernel=args.kernel,
+                            dynamic_shared=args.smem)
+        emit(args, res.to_dict() if args.json else None, res.to_text)
+        return EXIT_OK
+    res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel,
+                      dynamic_shared=args.smem)
+    emit(args, res.to_dict(args.top) if args.json else None,
+          lambda: res.to_text(args.top, args.by))
+    return EXIT_OK

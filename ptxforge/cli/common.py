@@ -1,0 +1,150 @@
+"""What the ``ptxforge`` commands share: argument types, common options, input and output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ptxforge.errors import PtxforgeError
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PROG",
+    "InputError",
+    "UsageError",
+    "add_common",
+    "arch_type",
+    "caps_type",
+    "count_type",
+    "emit",
+    "int_range",
+    "message",
+    "pair_type",
+    "read_input",
+]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+PROG = "ptxforge"
+
+
+class InputError(PtxforgeError):
+    """A file could not be read."""
+
+
+class UsageError(PtxforgeError):
+    """Arguments that parse but cannot be used together (exit 2)."""
+
+
+# --- argument types (the library validates; argparse turns its errors into usage errors) ---
+
+def arch_type(compile: bool):
+    def convert(text: str) -> str:
+        from ptxforge.reports.analyze import check_target
+
+        try:
+            return check_target(text, compile=compile)
+        except PtxforgeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = "architecture"
+    return convert
+
+
+def int_range(lo: int, hi: int | None, what: str):
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {what}, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"{what} must be {bound}, got {value}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+def caps_type(text: str) -> tuple:
+    from ptxforge.toolchain.compile import CompileOptions
+
+    caps = []
+    for part in text.replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            cap = int(part, 0)
+            CompileOptions(max_registers=cap)  # the library's range check (16..255)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected integers such as 255,128,64, "
+                                             f"got {part!r}") from None
+        except PtxforgeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        caps.append(cap)
+    if not caps:
+        raise argparse.ArgumentTypeError("expected at least one register cap, e.g. 128,64")
+    return tuple(caps)
+
+
+def pair_type(text: str) -> tuple:
+    a, sep, b = text.partition("=")
+    if not sep or not a.strip() or not b.strip():
+        raise argparse.ArgumentTypeError(f"expected KERNEL_A=KERNEL_B, got {text!r}")
+    return a.strip(), b.strip()
+
+
+count_type = int_range(0, None, "count")
+
+
+def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True) -> None:
+    """The options every command shares: --arch, --block, --smem, --kernel, --json."""
+    if ptx:
+        sp.add_argument("--arch", default=None, type=arch_type(compile_arch),
+                        help="target architecture (default: the PTX's .target when "
+                             "ptxforge knows it, else sm_80)")
+        sp.add_argument("--block", default=None, type=int_range(1, 1024, "block size"),
+                        help="threads per block for occupancy (default: the kernel's "
+                             ".reqntid/.maxntid, else 256)")
+        sp.add_argument("--smem", default=0, metavar="BYTES",
+                        type=int_range(0, None, "shared memory size"),
+                        help="dynamic shared memory per block in bytes, added to the "
+                             "kernel's static shared memory for occupancy (default 0)")
+    else:
+        sp.add_argument("--arch", default="sm_80", type=arch_type(compile_arch),
+                        help="target architecture (default sm_80)")
+        sp.add_argument("--block", default=256, type=int_range(1, 1024, "block size"),
+                        help="threads per block (default 256)")
+    if kernel:
+        sp.add_argument("--kernel", metavar="NAME",
+                        help="analyse only this kernel (default: every .entry)")
+    sp.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+
+# --- input and output -------------------------------------------------------------------------
+
+def read_input(path: str) -> tuple:
+    """(bytes, display name) of a file, or of standard input for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(), path
+    except OSError as exc:
+        raise InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def emit(args, obj, text_fn) -> None:
+    if args.json:
+        sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(text_fn())
+
+
+def message(exc: PtxforgeError) -> str:
+    """The error's text; a compiler crash (its stderr is noise) on one line with its hint."""
+    from ptxforge.errors import CompilerCrashError
+
+    if isinstance(exc, CompilerCrashError):
+        return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return str(exc)

@@ -1,0 +1,48 @@
+"""``ptxforge sweep: compile at several register caps."""
+
+from __future__ import annotations
+
+import argparse
+
+from ptxforge.cli.common import (
+    EXIT_OK,
+    InputError,
+    UsageError,
+    add_common,
+    caps_type,
+    count_type,
+    emit,
+    read_input,
+)
+
+__all__ = ["add", "run"]
+
+
+def add(sub) -> None:
+    """Add the ``sweep`` sub-command to the sub-parsers ``sub``."""
+    s = sub.add_parser("sweep", help="compile at several register caps",
+                       description="Compile each kernel uncapped and at each --maxrregcount cap.")
+    s.add_argument("file", metavar="FILE.ptx")
+    add_common(s)
+    s.add_argument("--caps", type=caps_type, default=None,
+                   help="comma-separated caps added to the default ones (the occupancy "
+                        "cliffs down to 24), e.g. 100,56")
+    s.add_argument("--only-caps", action="store_true",
+                   help="sweep only the --caps named, not the occupancy cliffs")
+    s.add_argument("--top", default=10, type=count_type, help=argparse.SUPPRESS)
+
+
+def run(args) -> int:
+    """Run the command; the exit status."""
+    from ptxforge.reports.occupancy_sweep import sweep_report
+
+    if args.only_caps and not args.caps:
+        raise UsageError("sweep: --only-caps needs --caps")
+    data, name = read_input(args.file)
+    if data[:4] == b"\x7fELF":
+        raise InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
+                          "PTX (analyze reads a cubin)")
+    res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel,
+                       only_caps=args.only_caps, dynamic_shared=args.smem)
+    emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
+    return EXIT_OK
