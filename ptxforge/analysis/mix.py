@@ -124,11 +124,23 @@ def _group(opcode: str) -> Optional[str]:
     family = parts[0]
     if family not in MEMORY_FAMILIES:
         return None
+    if family == "cp" and len(parts) > 1 and parts[1] == "async":
+        return _async_copy_group(parts)
     for p in parts[1:]:
         base = p.split("::", 1)[0]
         if base in _SPACES:
             return f"{family}.{base}"
     return f"{family}.generic"
+
+
+def _async_copy_group(parts: list) -> Optional[str]:
+    """``cp.async.global_to_shared`` and friends: an async copy by its direction (the PTX names
+    the destination space first: ``cp.async.cg.shared.global``); None for the group and
+    barrier bookkeeping (``cp.async.commit_group``, ``.wait_group``, ``.mbarrier.arrive``)."""
+    spaces = [p.split("::", 1)[0] for p in parts[2:] if p.split("::", 1)[0] in _SPACES]
+    if len(spaces) < 2:
+        return None
+    return f"cp.async.{spaces[1]}_to_{spaces[0]}"
 
 
 def _selp_kind(a, b) -> str:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from ptxforge.cli.common import EXIT_OK, UsageError, add_common, count_type, emit, read_input
+import os
+
+from ptxforge.cli.common import (
+    EXIT_OK,
+    UsageError,
+    add_common,
+    compile_kwargs,
+    count_type,
+    emit,
+    read_input,
+)
 
 __all__ = ["add", "run"]
 
@@ -18,6 +28,11 @@ def add(sub) -> None:
                    help="skip ptxas; occupancy uses the liveness estimate")
     a.add_argument("--top", default=10, type=count_type,
                    help="values, source lines and opcodes listed per kernel (default 10, 0: all)")
+    size = a.add_mutually_exclusive_group()
+    size.add_argument("--summary", action="store_true",
+                      help="one line per kernel (the default above 20 kernels)")
+    size.add_argument("--full", action="store_true",
+                      help="every kernel's section even above 20 kernels")
     a.add_argument("--by", default="line", choices=("line", "function", "callsite"),
                    help="group the values live at the peak by defining source line, by "
                         "(inlined) function, or by the kernel's own line the inlined code was "
@@ -26,8 +41,19 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Run the command; the exit status."""
+    from ptxforge.frontends import triton_cache
     from ptxforge.reports.analyze import analyze_ptx
 
+    if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
+        res = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
+                                         compile=not args.no_compile)
+        emit(args, [r.to_dict(args.top) for r in res] if args.json else None,
+             lambda: "\n".join(r.to_text(args.top, args.by) for r in res))
+        return EXIT_OK
+    entry = triton_cache.entry_for_ptx(args.file)  # Triton's PTX: its block size and shared
+    if entry is not None:
+        args.block = args.block or entry.block_size
+        args.smem = args.smem or entry.shared
     data, name = read_input(args.file)
     if data[:4] == b"\x7fELF":
         from ptxforge.reports.cubin import analyze_cubin
@@ -39,7 +65,10 @@ def run(args) -> int:
         emit(args, res.to_dict() if args.json else None, res.to_text)
         return EXIT_OK
     res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel,
-                      dynamic_shared=args.smem)
+                      dynamic_shared=args.smem, strict=not args.lenient, **compile_kwargs(args))
+    if entry is not None:
+        res = triton_cache.with_n_spills_note(res)
     emit(args, res.to_dict(args.top) if args.json else None,
-          lambda: res.to_text(args.top, args.by))
+          lambda: res.to_text(args.top, args.by,
+                              True if args.summary else False if args.full else None))
     return EXIT_OK

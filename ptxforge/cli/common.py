@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ptxforge.errors import PtxforgeError
@@ -16,13 +17,16 @@ __all__ = [
     "InputError",
     "UsageError",
     "add_common",
+    "add_compile_options",
     "arch_type",
     "caps_type",
+    "compile_kwargs",
     "count_type",
     "emit",
     "int_range",
     "message",
     "pair_type",
+    "progress_printer",
     "read_input",
 ]
 
@@ -98,8 +102,10 @@ count_type = int_range(0, None, "count")
 
 
 def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True) -> None:
-    """The options every command shares: --arch, --block, --smem, --kernel, --json."""
+    """The options every command shares: --arch, --block, --smem, --kernel, --json, and for
+    commands that compile PTX (``ptx``) --backend, --ptxas, --relocatable."""
     if ptx:
+        add_compile_options(sp)
         sp.add_argument("--arch", default=None, type=arch_type(compile_arch),
                         help="target architecture (default: the PTX's .target when "
                              "ptxforge knows it, else sm_80)")
@@ -110,6 +116,10 @@ def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = T
                         type=int_range(0, None, "shared memory size"),
                         help="dynamic shared memory per block in bytes, added to the "
                              "kernel's static shared memory for occupancy (default 0)")
+        sp.add_argument("--lenient", action="store_true",
+                        help="accept PTX the strict parser refuses (unknown opcode or "
+                             "modifier, undeclared register, wrong register class, missing "
+                             "label) and list each as a warning in the notes")
     else:
         sp.add_argument("--arch", default="sm_80", type=arch_type(compile_arch),
                         help="target architecture (default sm_80)")
@@ -148,3 +158,61 @@ def message(exc: PtxforgeError) -> str:
     if isinstance(exc, CompilerCrashError):
         return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return str(exc)
+
+
+# --- which compiler, in which mode --------------------------------------------------------------
+
+def add_compile_options(sp) -> None:
+    """--backend, --ptxas and --relocatable: which compiler gives the ptxas figures, and how."""
+    g = sp.add_argument_group("compiler")
+    g.add_argument("--backend", default="auto", choices=("auto", "ptxas", "nvjitlink", "driver"),
+                   help="auto (default): the newest ptxas executable that accepts the target, "
+                        "whole-program as nvcc builds; nvjitlink: in-process, always relocatable; "
+                        "driver: the GPU's JIT")
+    g.add_argument("--ptxas", metavar="PATH", default=None,
+                   help="this ptxas executable (implies --backend ptxas; $PTXFORGE_PTXAS does "
+                        "the same)")
+    g.add_argument("--relocatable", action="store_true",
+                   help="relocatable figures (ptxas -c, nvcc -rdc=true); default whole-program")
+
+
+def compile_kwargs(args) -> dict:
+    """``backend`` and ``options`` for the library from the compile options of ``args``."""
+    if getattr(args, "no_compile", False) and getattr(args, "ptxas", None) is None:
+        return {}  # nothing compiles: the compile machinery is never imported
+    from ptxforge.toolchain.backends import PtxasBackend
+    from ptxforge.toolchain.compile import CompileOptions
+
+    backend = getattr(args, "backend", "auto")
+    path = getattr(args, "ptxas", None)
+    if path is not None:
+        if backend not in ("auto", "ptxas"):
+            raise UsageError(f"--ptxas names a ptxas executable; it cannot go with "
+                             f"--backend {backend}")
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            what = "does not exist" if not os.path.exists(path) else "is not an executable file"
+            raise UsageError(f"--ptxas {path!r}: the path {what}; expected the path of a ptxas "
+                             "executable")
+        backend = PtxasBackend(path)
+    return {"backend": backend,
+            "options": CompileOptions(relocatable=getattr(args, "relocatable", False))}
+
+
+def progress_printer(args, done: bool = False):
+    """A ``progress(i, n, name)`` callback that rewrites one line on standard error, or None
+    when standard error is not a terminal or the output is JSON (piped output and programs
+    never see it); ``done=True`` clears the line instead."""
+    if getattr(args, "json", False) or not sys.stderr.isatty():
+        return None
+    if done:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+        return None
+
+    def progress(i: int, n: int, name: str) -> None:
+        from ptxforge.reports.peak import display_name
+
+        label = (display_name(name) or "")[:50]
+        sys.stderr.write(f"\r\x1b[K[{i + 1}/{n}] {label}")
+        sys.stderr.flush()
+    return progress

@@ -7,6 +7,7 @@ from ptxforge.cli.common import (
     InputError,
     UsageError,
     add_common,
+    compile_kwargs,
     count_type,
     emit,
     pair_type,
@@ -46,6 +47,22 @@ def _pairs(args) -> list:
     return pairs
 
 
+def _names(wanted) -> list:
+    return [wanted] if isinstance(wanted, str) else list(wanted)
+
+
+def _only(analysis, wanted, name: str):
+    """``analysis`` keeping the kernels ``wanted`` (all when None), in their order, as read
+    from the file ``name``."""
+    import attrs
+
+    if wanted is None:
+        return attrs.evolve(analysis, file=name)
+    by_name = {k.name: k for k in analysis.kernels}
+    return attrs.evolve(analysis, file=name,
+                        kernels=tuple(by_name[n] for n in dict.fromkeys(_names(wanted))))
+
+
 def run(args) -> int:
     """Run the command; the exit status."""
     from ptxforge.reports.analyze import analyze_ptx
@@ -55,14 +72,26 @@ def run(args) -> int:
         raise UsageError("compare: only one of A and B can be '-' (standard input can be "
                           "read once)")
     pairs = _pairs(args)
-    sides = []
+    inputs = []
     for i, path in enumerate((args.file_a, args.file_b)):
         data, name = read_input(path)
         if data[:4] == b"\x7fELF":
             raise InputError(f"{name} is a cubin: compare reads PTX (analyze reads a cubin)")
-        wanted = [p[i] for p in pairs] if pairs else args.kernel
-        sides.append(analyze_ptx(data, name, args.arch, args.block, not args.no_compile,
-                                 kernel=wanted, dynamic_shared=args.smem))
+        inputs.append((data, name, [p[i] for p in pairs] if pairs else args.kernel))
+    kw = dict(dynamic_shared=args.smem, strict=not args.lenient, **compile_kwargs(args))
+    (da, na, wa), (db, nb, wb) = inputs
+    if da == db:   # one input: analyse (and compile) it once, for both sides' kernels
+        both = None if wa is None or wb is None else _names(wa) + _names(wb)
+        one = analyze_ptx(da, na, args.arch, args.block, not args.no_compile, kernel=both, **kw)
+        sides = [_only(one, wa, na), _only(one, wb, nb)]
+    else:
+        sides = [analyze_ptx(d, n, args.arch, args.block, not args.no_compile, kernel=w, **kw)
+                 for d, n, w in inputs]
+    if pairs:   # the names as the PTX spells them (--pair takes demangled names and prefixes)
+        from ptxforge.reports.names import match_kernel
+
+        pairs = [tuple(match_kernel([k.name for k in side.kernels], want, side.file)
+                       for side, want in zip(sides, pair)) for pair in pairs]
     res = compare_variants(*sides, pairs=pairs or None)
     emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
     return EXIT_OK

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ptxforge.cli.common import EXIT_OK, arch_type, count_type, emit, read_input
+from ptxforge.cli.common import (
+    EXIT_OK,
+    add_compile_options,
+    arch_type,
+    compile_kwargs,
+    count_type,
+    emit,
+    read_input,
+)
 
 __all__ = ["add", "run"]
 
@@ -23,6 +31,7 @@ def add(sub) -> None:
     g.add_argument("--json", action="store_true", help="machine-readable JSON output")
     g.add_argument("--top", default=10, type=count_type,
                    help="peak SASS instructions listed per kernel (default 10, 0: all)")
+    add_compile_options(g)
 
 
 def run(args) -> int:
@@ -32,6 +41,7 @@ def run(args) -> int:
     data, name = read_input(args.file)
     if data[:4] != b"\x7fELF":
         data = data.decode("utf-8", errors="replace")
-    res = sass_report(data, args.arch, kernel=args.kernel, file=name)
+    res = sass_report(data, args.arch, kernel=args.kernel, file=name, strict=not args.lenient,
+                      **compile_kwargs(args))
     emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
     return EXIT_OK

@@ -10,8 +10,11 @@ from ptxforge.cli.common import (
     UsageError,
     add_common,
     caps_type,
+    compile_kwargs,
     count_type,
     emit,
+    int_range,
+    progress_printer,
     read_input,
 )
 
@@ -29,6 +32,10 @@ def add(sub) -> None:
                         "cliffs down to 24), e.g. 100,56")
     s.add_argument("--only-caps", action="store_true",
                    help="sweep only the --caps named, not the occupancy cliffs")
+    s.add_argument("--spill-budget", default=0, metavar="BYTES",
+                   type=int_range(0, None, "spill budget"),
+                   help="also recommend the cap with the most occupancy whose spills "
+                        "(stores + loads) stay within BYTES (default 0: only the no-spill one)")
     s.add_argument("--top", default=10, type=count_type, help=argparse.SUPPRESS)
 
 
@@ -43,6 +50,9 @@ def run(args) -> int:
         raise InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
                           "PTX (analyze reads a cubin)")
     res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel,
-                       only_caps=args.only_caps, dynamic_shared=args.smem)
+                       only_caps=args.only_caps, dynamic_shared=args.smem,
+                       spill_budget=args.spill_budget, progress=progress_printer(args),
+                       **compile_kwargs(args))
+    progress_printer(args, done=True)
     emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
     return EXIT_OK

@@ -26,11 +26,20 @@ from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
 
 from ._worker import nvjitlink_link
 
-__all__ = ["RawResult", "Backend", "NvJitLinkBackend", "PtxasBackend", "DriverBackend",
-           "find_ptxas", "ptxas_version", "BACKEND_NAMES"]
+__all__ = [
+    "BACKEND_NAMES",
+    "Backend",
+    "DriverBackend",
+    "NvJitLinkBackend",
+    "PtxasBackend",
+    "RawResult",
+    "find_ptxas",
+    "ptxas_version",
+]
 
 BACKEND_NAMES = ("nvjitlink", "ptxas", "driver")
 _PIP_HINT = "pip install nvidia-cuda-nvcc-cu12"
+_PIP_HINT_13 = "pip install nvidia-cuda-nvcc"
 
 
 @attrs.frozen(slots=True)
@@ -47,6 +56,7 @@ class RawResult:
     tool_version: tuple = ()                                  # e.g. (13, 5)
     tool_path: Optional[str] = None                           # the ptxas executable run
     note: Optional[str] = None                                # e.g. how the PTX was adjusted
+    mode: str = "whole-program"                               # or "relocatable"
 
 
 class Backend:
@@ -179,7 +189,8 @@ class NvJitLinkBackend(Backend):
             raise _compile_error(self.name, target,
                                  (res["error_log"] + "\n" + res["info"]).strip(), res["error"])
         return RawResult(self.name, target, res["cubin"], res["info"], res["wall"],
-                         tool=f"nvJitLink {version}", tool_version=tuple(res["version"]))
+                         tool=f"nvJitLink {version}", tool_version=tuple(res["version"]),
+                         mode="relocatable")
 
 
 # --- ptxas executable -------------------------------------------------------------------------
@@ -297,7 +308,8 @@ class PtxasBackend(Backend):
             return False, str(exc)
         if not cands:
             return False, ("no ptxas executable on PATH, under CUDA_HOME/CUDA_PATH or in a pip "
-                           f"package; {_PIP_HINT} adds one (the CUDA 12 ptxas also targets sm_50 … sm_72)")
+                           f"package; {_PIP_HINT_13} adds one ({_PIP_HINT} adds the CUDA 12 "
+                           "ptxas, which also targets sm_50 … sm_72)")
         return True, "; ".join(f"{p} (CUDA {'.'.join(map(str, ptxas_version(p)))})" for p in cands)
 
     def for_target(self, target: str) -> Optional["PtxasBackend"]:
@@ -341,7 +353,8 @@ class PtxasBackend(Backend):
                 with open(out, "rb") as fh:
                     cubin = fh.read()
                 return RawResult(self.name, target, cubin, log, wall, tool=_describe(exe),
-                                 tool_version=ptxas_version(exe), tool_path=exe)
+                                 tool_version=ptxas_version(exe), tool_path=exe,
+                                 mode=options.mode)
         raise BackendUnavailableError(
             f"ptxas backend: no installed ptxas accepts target {target}; refused by: "
             f"{', '.join(refused)}. {_toolkit_hint(target)}")

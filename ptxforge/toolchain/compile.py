@@ -8,11 +8,22 @@ Example::
     >>> c["axpy"].registers                                                            # doctest: +SKIP
     10
 
-``backend="auto"`` uses nvJitLink when the installed nvJitLink accepts the target and falls
-back to a ptxas executable otherwise (nvJitLink 13 refuses sm_50 … sm_72 and sm_101, which
-the registry marks as CUDA 12 only; the CUDA 12 ptxas of ``pip install nvidia-cuda-nvcc-cu12``
-still targets them).  ``backend="driver"`` JIT-compiles
-for the GPU present and reads the function attributes the driver reports.
+Two compile modes give different figures, and every result names its ``mode``:
+
+* ``"whole-program"`` (the default): what ``nvcc`` without ``-rdc``, ``ptxas`` alone, Triton
+  and the driver's ``cuModuleLoadData`` JIT (the one :func:`ptxforge.load` uses) assign.
+  ptxas sees the whole module, so helper routines (``__cuda_sm70_*`` warp-sync helpers, the
+  division and square-root slow paths) are inlined or compiled with a private convention.
+* ``"relocatable"`` (``relocatable=True``): ``ptxas -c``, ``nvcc -rdc=true`` and nvJitLink,
+  which always compiles this way.  Calls to functions outside the kernel follow the ABI, which
+  can lift the register count.
+
+``backend="auto"`` runs the newest ptxas executable that accepts the target (the CUDA 13
+ptxas of the ``nvidia-cuda-nvcc`` wheel, a dependency; the CUDA 12 one of
+``nvidia-cuda-nvcc-cu12`` for sm_50 … sm_72), and falls back to nvJitLink, with a note that
+its figures are relocatable, only when no ptxas executable is installed.  ``backend="driver"``
+JIT-compiles for the GPU present (whole-program) and reads the function attributes the driver
+reports.
 
 ``isolate=True`` runs an in-process backend (nvJitLink) in a worker child
 (:mod:`ptxforge.toolchain.isolate`): a crash inside the native library then raises
@@ -38,10 +49,21 @@ from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, P
 from .kernel_stats import KernelStats, kernel_stats
 from .ptxas_log import PtxasLog, parse_ptxas_log
 
-__all__ = ["CompileOptions", "KernelStats", "Compiled",
-           "compile_ptx", "compile_many", "get_backend", "available_backends", "backend_status",
-           "ptx_entries", "PtxEntry", "prepare_options", "explain_compile_error",
-           "compiled_from_raw"]
+__all__ = [
+    "CompileOptions",
+    "Compiled",
+    "KernelStats",
+    "PtxEntry",
+    "available_backends",
+    "backend_status",
+    "compile_many",
+    "compile_ptx",
+    "compiled_from_raw",
+    "explain_compile_error",
+    "get_backend",
+    "prepare_options",
+    "ptx_entries",
+]
 
 def _opt_level(_, attribute, value):
     if value not in (None, 0, 1, 2, 3) or isinstance(value, bool):
@@ -67,6 +89,16 @@ def _extra(value) -> tuple:
     return out
 
 
+def _entries(value) -> tuple:
+    if isinstance(value, str):
+        value = (value,)
+    out = tuple(value)
+    for name in out:
+        if not isinstance(name, str) or not name or name.startswith("-"):
+            raise PtxforgeError(f"CompileOptions.entries: expected kernel names, got {name!r}")
+    return out
+
+
 @attrs.frozen(slots=True)
 class CompileOptions:
     """ptxas options, validated here and turned into flags here (never touches a GPU).
@@ -77,17 +109,29 @@ class CompileOptions:
     (passed through ``-Xptxas`` under nvJitLink, like ``opt_level``; the driver backend
     refuses them).  Per-kernel
     ``.maxnreg``/``.maxntid``/``.reqntid``/``.minnctapersm`` directives live in the PTX.
+    ``relocatable`` compiles as ``ptxas -c`` (the default is whole-program, as nvcc builds);
+    ``entries`` names the kernels to generate code for (ptxas ``-e``; empty: every one), so a
+    large file compiles only what a report needs.
 
     Example::
 
         >>> CompileOptions(max_registers=64).ptxas_args("sm_80")
         ['-arch=sm_80', '-v', '-O3', '--maxrregcount=64']
+        >>> CompileOptions(relocatable=True, entries=("k",)).ptxas_args("sm_90")
+        ['-arch=sm_90', '-v', '-O3', '-c', '-e', 'k']
     """
 
     max_registers: Optional[int] = attrs.field(default=None, validator=_max_regs)
     opt_level: Optional[int] = attrs.field(default=None, validator=_opt_level)
     line_info: bool = attrs.field(default=False, converter=bool)
     extra: tuple = attrs.field(default=(), converter=_extra)
+    relocatable: bool = attrs.field(default=False, converter=bool)
+    entries: tuple = attrs.field(default=(), converter=_entries)
+
+    @property
+    def mode(self) -> str:
+        """``"relocatable"`` (``ptxas -c``) or ``"whole-program"`` (the default)."""
+        return "relocatable" if self.relocatable else "whole-program"
 
     @property
     def level(self) -> int:
@@ -104,7 +148,12 @@ class CompileOptions:
 
     def ptxas_args(self, target: str) -> list:
         """Command-line flags for a ptxas executable (input and output files not included)."""
-        return [f"-arch={as_target(target).name}", "-v", *self._common(), *self.extra]
+        flags = [f"-arch={as_target(target).name}", "-v", *self._common()]
+        if self.relocatable:
+            flags.append("-c")
+        for name in self.entries:
+            flags += ["-e", name]
+        return flags + list(self.extra)
 
     def nvjitlink_args(self, target: str) -> list:
         """Options for nvJitLinkCreate."""
@@ -123,6 +172,10 @@ class CompileOptions:
         if self.extra:
             raise PtxforgeError(f"CompileOptions.extra={self.extra!r}: the driver backend "
                                 "takes no ptxas flags; use backend='nvjitlink' or 'ptxas'")
+        if self.relocatable:
+            raise PtxforgeError("CompileOptions.relocatable: the driver backend JIT-compiles "
+                                "whole-program (cuModuleLoadData); use backend='ptxas' (ptxas -c) "
+                                "or 'nvjitlink' for relocatable figures")
         names, values = ["CU_JIT_OPTIMIZATION_LEVEL"], [self.level]
         if self.max_registers is not None:
             names.append("CU_JIT_MAX_REGISTERS")
@@ -150,6 +203,12 @@ class Compiled:
     tool_version: tuple = ()            # (13, 5)
     tool_path: Optional[str] = None     # the ptxas executable run (None for nvJitLink)
     note: Optional[str] = None          # e.g. "debug PTX: compiled at -O0"
+    mode: str = "whole-program"         # or "relocatable" (ptxas -c, nvJitLink)
+
+    @property
+    def tool_version_text(self) -> Optional[str]:
+        """``"13.5"``: the compiler's version as text (None when unknown)."""
+        return ".".join(map(str, self.tool_version)) if self.tool_version else None
 
     @property
     def ptxas_log(self) -> PtxasLog:
@@ -203,14 +262,27 @@ def available_backends() -> tuple:
     return tuple(n for n, (ok, _) in backend_status().items() if ok)
 
 
-def _choose(target: str) -> Backend:
-    nvj = get_backend("nvjitlink")
-    if nvj.supports(target):
-        return nvj
+_NVJITLINK_NOTE = ("no ptxas executable is installed, so nvJitLink compiled the PTX: its figures "
+                   "are relocatable (ptxas -c), not the whole-program ones nvcc and the driver "
+                   "give; pip install nvidia-cuda-nvcc for those")
+
+
+def _choose(target: str) -> tuple:
+    """``(backend, note)`` for ``backend="auto"``: the newest ptxas executable that accepts
+    ``target``, else nvJitLink (whose figures are relocatable, said in the note)."""
+    from .backends import _env_ptxas
+
+    _env_ptxas()        # a PTXFORGE_PTXAS that names no executable is an error, not a fallback
     ptxas = get_backend("ptxas")
+    pinned = ptxas.for_target(target)
+    if pinned is not None:
+        return pinned, None
+    nvj = get_backend("nvjitlink")
     ok, why = ptxas.status()
-    if ok:
-        return ptxas
+    if not ok and nvj.supports(target):
+        return nvj, _NVJITLINK_NOTE
+    if ok:      # a ptxas exists but refuses the target: its error names the toolkit to install
+        return ptxas, None
     raise BackendUnavailableError(
         f"compile: no backend can compile for {target}: nvJitLink "
         f"({nvj.status()[1]}) refuses it and {why}")
@@ -301,13 +373,25 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     tgt = as_target(target).name
     info = ptx_target(ptx)
     options, note = prepare_options(options, info)
-    be = _choose(tgt) if backend == "auto" else get_backend(backend)
+    be, choice_note = _choose(tgt) if backend == "auto" else (get_backend(backend), None)
     entries = ptx_entries(ptx)
+    if options.entries:
+        _check_entries(options.entries, entries)
+        entries = tuple(e for e in entries if e.name in options.entries)
     try:
         raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
     except CompileError as exc:
         raise explain_compile_error(exc, ptx, tgt, info) from None
+    note = "; ".join(n for n in (note, choice_note) if n) or None
     return compiled_from_raw(raw, entries, options, note)
+
+
+def _check_entries(wanted: tuple, entries: tuple) -> None:
+    names = [e.name for e in entries]
+    missing = [n for n in wanted if n not in names]
+    if missing:
+        raise PtxforgeError(f"compile: entries={missing!r} names no kernel of the PTX; it has: "
+                            f"{', '.join(names) or 'none'}")
 
 
 def compiled_from_raw(raw, entries: tuple, options: CompileOptions,
@@ -316,7 +400,7 @@ def compiled_from_raw(raw, entries: tuple, options: CompileOptions,
     notes = "; ".join(n for n in (note, raw.note) if n) or None
     return Compiled(raw.target, raw.backend, options,
                     kernel_stats(raw, entries, options.max_registers), raw.log, raw.cubin,
-                    raw.tool, raw.wall_time_s, raw.tool_version, raw.tool_path, notes)
+                    raw.tool, raw.wall_time_s, raw.tool_version, raw.tool_path, notes, raw.mode)
 
 
 def explain_compile_error(exc: CompileError, ptx: str, target: str,

@@ -30,7 +30,7 @@ from ptxforge.errors import CompileError, PtxforgeError
 from .ptxas_log import parse_ptxas_log
 from .regcap import resolve_register_cap
 
-__all__ = ["KernelStats", "kernel_stats", "callee_spills", "deepest_chain"]
+__all__ = ["KernelStats", "callee_spills", "deepest_chain", "kernel_stats"]
 
 
 @attrs.frozen(slots=True)
@@ -193,10 +193,15 @@ def kernel_stats(raw, entries: tuple, requested_cap: Optional[int] = None) -> tu
         if regs is None:
             raise CompileError(f"{raw.backend}: no register count for kernel {e.name!r} in the "
                                "log, the cubin or the driver", log=raw.log, backend=raw.backend)
+        callees = info.reachable(e.name) if info is not None else ()
+        if "num_regs" not in attrs_:
+            # A relocatable cubin (ptxas -c) is not linked yet: each function carries its own
+            # count, and the device link gives the kernel the maximum over its call graph.
+            regs = max([regs] + [cub[c].registers for c in callees
+                                 if c in cub and cub[c].registers is not None])
         own_frame = attrs_.get("local_size_bytes",
                                f.stack_frame if f and f.stack_frame is not None
                                else (ck.frame_size if ck and ck.frame_size is not None else 0))
-        callees = info.reachable(e.name) if info is not None else ()
         known = e.name not in unbounded and (ck is None or ck.call_stack_known)
         stack = None
         if known and ck is not None and ck.min_stack_size is not None:

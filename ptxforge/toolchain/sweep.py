@@ -52,7 +52,7 @@ from .compile import (
 from .isolate import shared_pool
 from .ptxas_log import parse_ptxas_log
 
-__all__ = ["SweepRow", "Sweep", "GENERIC_CAPS", "default_caps", "sweep"]
+__all__ = ["GENERIC_CAPS", "Sweep", "SweepRow", "default_caps", "sweep"]
 
 #: Default caps for a target without an occupancy table (no cliffs to compute).
 GENERIC_CAPS = (255, 128, 96, 64, 48, 40, 32, 24)
@@ -290,7 +290,8 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
             raise PtxforgeError(f"sweep: caps must be ints in 16..255, got {c!r}")
     cap_list = [None] + sorted(chosen, reverse=True)
     base, debug_note = prepare_options(options or CompileOptions(), info)
-    base = attrs.evolve(base, max_registers=None)
+    base = attrs.evolve(base, max_registers=None,
+                        entries=(kernel,) if len(entries) > 1 else base.entries)
     entry = entries[kernel]
     notes = [debug_note] if debug_note else []
     method = "--maxrregcount"
@@ -309,7 +310,7 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
             jobs.append((with_maxnreg(ptx, kernel, c), base))
         else:
             jobs.append((ptx, attrs.evolve(base, max_registers=c)))
-    be = _choose(tgt) if backend == "auto" else get_backend(backend)
+    be = _choose(tgt)[0] if backend == "auto" else get_backend(backend)
     results = _run(be, jobs, tgt, isolate, max_workers)
     required = entry.threads if entry.reqntid else None
     rows = []
@@ -342,7 +343,8 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                                  status="refused", error=f"refused by ptxas: {text}",
                                  min_registers=least, backend=be.name))
             continue
-        k = compiled_from_raw(res, ptx_entries(job_ptx), opts)[kernel]
+        k = compiled_from_raw(res, tuple(e for e in ptx_entries(job_ptx) if e.name == kernel),
+                              opts)[kernel]
         if cap is not None and k.register_cap is not None and k.register_cap > cap:
             note = "; ".join(n for n in (note, f"ptxas raised the cap to {k.register_cap}, its "
                                          f"lower bound for {tgt}") if n)
@@ -351,10 +353,23 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                      if k.register_cap_detail else k.register_cap_source)
             note = "; ".join(n for n in (note, f"not binding: ptxas compiled under "
                                          f"{k.register_cap}, from the {bound}") if n)
+        if cap is not None and rows and rows[0].registers is not None \
+                and cap >= rows[0].registers and k.registers != rows[0].registers:
+            note = "; ".join(n for n in (note, _UNREACHED.format(
+                cap=cap, regs=k.registers, base=rows[0].registers, method=method)) if n)
         rows.append(_row(cap, k, tgt, block_size, dynamic_shared, required, res.backend,
                          res.tool, note))
     return Sweep(kernel, tgt, block_size, be.name, tuple(rows), method, tuple(notes),
                  be.status()[1] if be.name != "ptxas" else (rows[0].tool or ""))
+
+
+# Measured with ptxas 13.5 and 12.9 alike (sgemm_4x4 of tests/corpus/gemm.cu: 56 uncapped, 67
+# at --maxrregcount 255, 254 and 128): any explicit cap changes ptxas's allocation heuristics,
+# even one the kernel never reaches.  nvcc -maxrregcount=N gives the capped figure.
+_UNREACHED = ("{regs} registers at a cap of {cap} it does not reach, against {base} uncapped: "
+              "ptxas allocates differently whenever a cap is given ({method}), even one above "
+              "the uncapped count; this is ptxas's own behaviour (nvcc -maxrregcount={cap} "
+              "gives the same), not the sweep's")
 
 
 _FUNC = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$%]*)")

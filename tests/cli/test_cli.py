@@ -132,7 +132,9 @@ def test_analyze_json_pins_the_kernel_keys_and_values(capsys, files):
     assert (k["ptxas"]["spill_stores"], k["ptxas"]["spill_loads"]) == (0, 0)
     assert k["ptxas"]["stack"] == stats.stack_frame
     # weno5_reconstruct calls ptxas's double-division helper (a call of ptxas's own)
-    assert k["ptxas"]["callees"] == ["__cuda_sm20_div_rn_f64_full"]
+    # whole-program: the f64 division's slow path is inlined (relocatable, it is a call to
+    # __cuda_sm20_div_rn_f64_full)
+    assert k["ptxas"]["callees"] == [] and doc["mode"] == "whole-program"
     assert k["ptxas"]["stack_known"] is True
     assert (k["ptxas"]["body_registers"], k["ptxas"]["body_stack_frame"]) == (
         stats.body_registers, stats.body_stack_frame)
@@ -319,7 +321,12 @@ def test_sweep_two_caps(capsys, files):
                          "--caps", "128,32", "--only-caps")
     assert code == 0, err
     assert "register-cap sweep: live_window on sm_80" in out
-    assert [line.split()[0] for line in out.splitlines()[2:5]] == ["none", "128", "32"]
+    # a cap above the uncapped count still changes ptxas's allocation (48 -> 46 with ptxas
+    # 13.5 here): the row is starred and its note says it is ptxas's own behaviour
+    unreached = rows[1]["registers"] != rows[0]["registers"]
+    assert [line.split()[0] for line in out.splitlines()[2:5]] == \
+        ["none", "128*" if unreached else "128", "32"]
+    assert ("ptxas allocates differently whenever a cap is given" in out) is unreached
 
 
 def test_occupancy_sm86_51_registers(capsys):
@@ -406,16 +413,28 @@ def test_analyze_every_corpus_variant(capsys, tmp_path):
 
 
 def test_analyze_explains_the_gap_with_the_kernels_own_notes(capsys, tmp_path):
-    # warp_reduce_max (reduce.cu) uses shfl.sync: on sm_80 ptxas 13 lifts it to 24 registers.
+    # warp_reduce_max (reduce.cu) uses shfl.sync: relocatable (ptxas -c) it calls the
+    # __cuda_sm70_shflsync_bfly_p helper through the ABI, which lifts it to 24 registers;
+    # whole-program ptxas inlines the helper.
     from corpus_util import corpus_ptx
 
     path = tmp_path / "reduce.ptx"
     path.write_text(corpus_ptx("reduce", "sm_80"))
-    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max", "--json"]) == 0
-    k = json.loads(capsys.readouterr().out)["kernels"][0]
+    assert main(["analyze", str(path), "--kernel", "warp_reduce_max", "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["mode"] == "whole-program" and whole["kernels"][0]["ptxas"]["registers"] < 24
+    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max", "--json",
+                 "--relocatable"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    k = doc["kernels"][0]
+    assert doc["mode"] == "relocatable" and doc["tool"].startswith("ptxas ")
     assert k["ptxas"]["registers"] == 24 and k["estimate"]["registers"] < 24
+    regs = whole["kernels"][0]["ptxas"]["registers"]
+    assert (f"relocatable build: 24 registers, {24 - regs:+d} against whole-program ({regs}): it "
+            "calls the ptxas helper __cuda_sm70_shflsync_bfly_p through the ABI") in k["notes"][-1]
     assert any("warp-synchronous instructions" in n for n in k["notes"])
-    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max"]) == 0
+    assert main(["analyze", str(path), "--arch", "sm_80", "--kernel", "warp_reduce_max",
+                 "--relocatable"]) == 0
     text = capsys.readouterr().out
     assert "why ptxas differs from the estimate" in text and "warp-synchronous" in text
     assert main(["analyze", str(path), "--no-compile", "--json"]) == 0

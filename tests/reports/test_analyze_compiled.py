@@ -51,8 +51,10 @@ def ptx(tmp_path_factory):
 
 
 def test_json_ptxas_has_call_graph_and_own_body_figures(capsys, ptx):
-    stats = compile_ptx(ptx["calls"].read_text(), "sm_80")["calls"]
-    (k,) = [k for k in _doc(capsys, ptx["calls"])["kernels"] if k["name"] == "calls"]
+    # the call graph's figures of a relocatable, linked build (whole-program ptxas folds the
+    # callees into the kernel: tests/toolchain/test_modes.py)
+    stats = compile_ptx(ptx["calls"].read_text(), "sm_80", backend="nvjitlink")["calls"]
+    (k,) = [k for k in _doc(capsys, ptx["calls"], "--backend", "nvjitlink")["kernels"] if k["name"] == "calls"]
     p = k["ptxas"]
     # nvJitLink 13.5, sm_80: gather (called twice) spills 56/56 in a 136-byte frame
     assert (p["registers"], p["body_registers"]) == (stats.registers, stats.body_registers)
@@ -66,7 +68,7 @@ def test_json_ptxas_has_call_graph_and_own_body_figures(capsys, ptx):
 
 
 def test_text_shows_own_body_rows_and_the_callees(capsys, ptx):
-    out = _text(capsys, ptx["calls"], "--kernel", "calls")
+    out = _text(capsys, ptx["calls"], "--kernel", "calls", "--backend", "nvjitlink")
     assert re.search(r"^  stack \(bytes\) +- +160$", out, re.M)
     assert re.search(r"^    spill stores, own body \(bytes\) +- +0$", out, re.M)
     assert re.search(r"^    stack frame, own body \(bytes\) +- +0$", out, re.M)
@@ -76,23 +78,25 @@ def test_text_shows_own_body_rows_and_the_callees(capsys, ptx):
 
 
 def test_recursion_makes_the_stack_a_lower_bound(capsys, ptx):
-    doc = _doc(capsys, ptx["recursive"])
+    doc = _doc(capsys, ptx["recursive"], "--backend", "nvjitlink")
     (k,) = [k for k in doc["kernels"] if k["name"] == "call_chain"]
     assert (k["ptxas"]["stack_known"], k["ptxas"]["stack"]) == (False, 48)
     (other,) = [k for k in doc["kernels"] if k["name"] == "call_indirect"]
     assert other["ptxas"]["stack_known"] is True
     assert any("is a lower bound: the call graph recurses" in n for n in k["notes"])
-    out = _text(capsys, ptx["recursive"])
+    out = _text(capsys, ptx["recursive"], "--backend", "nvjitlink")
+    head = [line for line in out.splitlines() if line.startswith("  kernel ")][0]
     row = [line for line in out.splitlines() if line.startswith("  call_chain ")][0]
-    assert row.split()[5] == "≥48"
+    columns = re.split(r"\s{2,}", head.strip())
+    assert re.split(r"\s{2,}", row.strip())[columns.index("stack")] == "≥48"
     assert re.search(r"^  stack \(bytes\) +- +≥48$", out, re.M)
     assert "  stack: at least 48 bytes: the call graph recurses" in out
 
 
 def test_a_recursive_func_has_an_unknown_stack(capsys, ptx):
-    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z13fib_recursivei")
+    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z13fib_recursivei", "--backend", "nvjitlink")
     assert doc["kernels"][0]["ptxas"]["stack_known"] is False
-    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z5poly3ffff")
+    doc = _doc(capsys, ptx["recursive"], "--kernel", "_Z5poly3ffff", "--backend", "nvjitlink")
     assert doc["kernels"][0]["ptxas"]["stack_known"] is True
 
 
@@ -117,12 +121,13 @@ def test_a_maxrregcount_launch_bounds_ignore_is_noted(ptx):
 
 def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
     doc = _doc(capsys, ptx["debug"])
-    assert doc["tool"] == "nvJitLink 13.5" or doc["tool"].startswith("nvJitLink ")
+    assert doc["tool"].startswith("ptxas 13.") and doc["tool_version"].startswith("13.")
+    assert doc["mode"] == "whole-program"
     (note,) = doc["notes"]
     assert note.startswith("debug PTX ('.target sm_80, debug'") and "compiled at -O0" in note
-    head, note_line = _text(capsys, ptx["debug"]).splitlines()[:2]
-    assert head.endswith(f"; ptxas via nvjitlink ({doc['tool']})")
-    assert note_line == f"note: {note}"
+    text = _text(capsys, ptx["debug"])
+    assert f"; {doc['tool']}, whole-program" in " ".join(text.split())
+    assert f"note: {note}" in text
     assert _doc(capsys, ptx["calls"])["notes"] == []
 
 
@@ -136,7 +141,7 @@ def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
     text = with_version(ptx["calls"].read_text(), (8, 0))
     a = analyze_ptx(text, "calls.ptx", backend="ptxas")
     assert a.tool.startswith("ptxas ") and a.tool.endswith(")")
-    assert a.to_text().splitlines()[0].endswith(f"; {a.tool}")
+    assert f"; {a.tool}, whole-program" in " ".join(a.to_text().split())
 
 
 def test_an_nvjitlink_crash_is_a_one_line_error(tmp_path):
@@ -144,7 +149,8 @@ def test_an_nvjitlink_crash_is_a_one_line_error(tmp_path):
     # without isolation the command itself would die of SIGSEGV (exit -11).
     path = tmp_path / "walk24.ptx"
     path.write_text(with_maxnreg(nvrtc(OCTREE_WALK, "walk", "sm_80"), "walk", 24))
-    proc = subprocess.run([sys.executable, "-m", "ptxforge", "analyze", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "ptxforge", "analyze", str(path), "--backend",
+                           "nvjitlink"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

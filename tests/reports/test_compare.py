@@ -182,7 +182,8 @@ def test_local_array_note_tells_the_own_frame_from_the_call_graphs_stack():
     # at 0 bytes; helper's frame makes the stack the launch needs 72 bytes.
     from compile_sources import nvrtc
 
-    s = compile_ptx(nvrtc(_OWN_AND_CALLEE, "own_and_callee", "sm_80"), "sm_80")["own_and_callee"]
+    s = compile_ptx(nvrtc(_OWN_AND_CALLEE, "own_and_callee", "sm_80"), "sm_80",
+                    backend="nvjitlink")["own_and_callee"]     # relocatable: helper kept apart
     assert (s.local_array_bytes, s.body_stack_frame, s.stack_known) == (32, 0, True)
     assert s.stack_frame > 0 and s.callees == ("_Z6helperPKfi",)
     c = compare_with_ptxas(10, s)

@@ -68,9 +68,23 @@ def test_backend_status_without_gpu_is_clear():
         assert "driver backend" in status["driver"][1]
 
 
-def test_nvjitlink_stats_axpy():
+def test_default_is_the_whole_program_ptxas_executable():
     c = compile_ptx(read("axpy.ptx"), "sm_80")
+    assert (c.backend, c.mode, c.tool_version[0]) == ("ptxas", "whole-program", 13)
+    assert c.tool.startswith("ptxas 13.") and c.tool_path.endswith("ptxas")
+    assert c.tool_version_text == ".".join(map(str, c.tool_version))
+
+
+def test_relocatable_is_ptxas_dash_c():
+    c = compile_ptx(read("axpy.ptx"), "sm_80", relocatable=True)
+    assert (c.backend, c.mode) == ("ptxas", "relocatable")
+    assert "-c" in c.options.ptxas_args("sm_80")
+
+
+def test_nvjitlink_stats_axpy():
+    c = compile_ptx(read("axpy.ptx"), "sm_80", backend="nvjitlink")
     assert c.backend == "nvjitlink" and c.tool.startswith("nvJitLink")
+    assert c.mode == "relocatable"     # nvJitLink compiles relocatable code only
     k = c["axpy"]
     assert (k.registers, k.spill_stores, k.stack_frame, k.shared, k.barriers) == (10, 0, 0, 0, 0)
     assert k.constant_bank0 == 376 and k.compile_time_ms > 0 and k.register_cap is None
@@ -278,11 +292,13 @@ def test_a_kernel_that_calls_runs_with_its_call_graphs_registers():
     sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
     from corpus_util import corpus_ptx
 
-    stats = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80")["call_chain"]
+    # relocatable: each function keeps its own count until the device link, which gives the
+    # kernel the maximum over its call graph (what nvJitLink's linked cubin records)
+    stats = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80", relocatable=True)["call_chain"]
     assert stats.registers > stats.body_registers
     from ptxforge.toolchain.cubin import read_cubin
-    assert stats.registers == read_cubin(compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80").cubin
-                                         ).kernel("call_chain").registers
+    linked = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80", backend="nvjitlink").cubin
+    assert stats.registers == read_cubin(linked).kernel("call_chain").registers
 
 
 # --- debug PTX (nvcc/NVRTC -G) -----------------------------------------------------------------
@@ -346,18 +362,21 @@ def test_ptxforge_ptxas_naming_no_executable_is_an_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PTXFORGE_PTXAS", str(plain))
     with pytest.raises(BackendUnavailableError, match="the file is not executable"):
         compile_ptx(read("axpy.ptx"), "sm_80", backend="ptxas")
-    # nvJitLink does not need it: auto for sm_80 still works
-    assert compile_ptx(read("axpy.ptx"), "sm_80").backend == "nvjitlink"
+    # the default compiles with ptxas too: a broken PTXFORGE_PTXAS is an error there as well,
+    # never a silent switch to another compiler
+    with pytest.raises(BackendUnavailableError, match="the file is not executable"):
+        compile_ptx(read("axpy.ptx"), "sm_80")
+    assert compile_ptx(read("axpy.ptx"), "sm_80", backend="nvjitlink").backend == "nvjitlink"
 
 
 # --- the register cap in force ------------------------------------------------------------------
 
 # (bounds on live64, --maxrregcount) -> (registers, cap in force, its source, note or None).
-# Measured with nvJitLink 13.5 on sm_80 (the ptxas 12.9/13.0 executables agree on the caps).
+# Measured with the whole-program ptxas 13.5 on sm_80 (nvJitLink gives 72 for the third row).
 CAPS = [
     ("", None, 72, None, None, None),
     ("", 48, 48, 48, "--maxrregcount", None),
-    ("__launch_bounds__(256)", 48, 72, None, None, "ptxas ignores --maxrregcount for a kernel "
+    ("__launch_bounds__(256)", 48, 74, None, None, "ptxas ignores --maxrregcount for a kernel "
                                                    "with .maxntid"),
     ("__launch_bounds__(256, 4)", None, 64, 64, "launch bounds", None),
     ("__launch_bounds__(256, 4)", 48, 64, 64, "launch bounds", "ptxas ignores"),
@@ -443,7 +462,8 @@ def test_recursion_leaves_the_stack_a_lower_bound():
     sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
     from corpus_util import corpus_ptx
 
-    c = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80")
+    # the device link (nvJitLink) sizes the call graph's stack; whole-program ptxas folds it
+    c = compile_ptx(corpus_ptx("calls", "sm_80"), "sm_80", backend="nvjitlink")
     chain = c["call_chain"]
     assert "cannot be statically determined" in c.log
     # own 0 + rotate 8 + the trig slow path 40 (fib's 16 per level is counted once)

@@ -57,3 +57,29 @@ def test_driver_occupancy_matches_calculator():
         assert be.max_active_blocks(ptx, "pressure", block) == occupancy(
             stats.registers, block, sm, shared=stats.shared,
             barriers=stats.barriers or 0).active_blocks
+
+
+@pytest.mark.parametrize("source", ["reduce", "warp", "calls", "gemm"])
+def test_the_drivers_count_for_a_loaded_kernel_is_the_default_figure(source):
+    """cuModuleLoadData JIT-compiles whole-program, as the default does: same registers for
+    every kernel when the driver's ptxas is the same CUDA release as ptxforge's (else a skip
+    naming both)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
+    from corpus_util import compile_cu, corpus_ptx
+
+    sm = DriverBackend().device_target()
+    if sm not in ("sm_80", "sm_90"):
+        ptx = compile_cu((Path(__file__).parents[1] / "corpus" / f"{source}.cu").read_text(),
+                         source, sm)
+    else:
+        ptx = corpus_ptx(source, sm)
+    default = compile_ptx(ptx, sm)
+    driver = compile_ptx(ptx, sm, backend="driver")
+    driver_cuda, _ = _versions()
+    if driver_cuda[0] != default.tool_version[0]:
+        pytest.skip(f"driver JIT is CUDA {driver_cuda}, the default ptxas is "
+                    f"{default.tool_version}")
+    assert default.mode == driver.mode == "whole-program"
+    assert {k.name: k.registers for k in driver} == {k.name: k.registers for k in default}
