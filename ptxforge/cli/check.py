@@ -1,0 +1,110 @@
+"""``ptxforge check``: a CI gate on register budgets (exit 0 all hold, 1 a violation, 2 bad input).
+
+Reads PTX files, cubins, folders of them and Triton caches (:mod:`ptxforge.frontends.inputs`),
+checks each kernel against the flags and a TOML budget file
+(:mod:`ptxforge.reports.check`), prints a table and every failure with its source line, and
+writes SARIF 2.1.0 (``--sarif``) and JUnit XML (``--junit``) for CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ptxforge.cli.common import EXIT_USAGE, add_common, int_range, message
+from ptxforge.errors import PtxforgeError
+
+__all__ = ["add", "run"]
+
+
+def _occupancy(text: str) -> float:
+    from ptxforge.reports.check import parse_occupancy
+
+    try:
+        return parse_occupancy(text, "--min-occupancy")
+    except PtxforgeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add(sub) -> None:
+    """Add the ``check`` sub-command to the sub-parsers ``sub``."""
+    c = sub.add_parser(
+        "check", help="check kernels against register, spill, stack and occupancy budgets "
+                      "(for CI)",
+        description="Check every kernel of PTX files, cubins, folders of them or Triton "
+                    "caches against budgets. Exit status: 0 every budget holds, 1 a budget "
+                    "fails (or cannot be checked), 2 bad input or usage.")
+    c.add_argument("paths", nargs="*", metavar="FILE|DIR",
+                   help="PTX files, cubins, folders (searched recursively) or Triton caches")
+    c.add_argument("--triton-cache", nargs="?", const="", default=None, metavar="DIR",
+                   help="also check every kernel in a Triton cache (default: "
+                        "$TRITON_CACHE_DIR, else ~/.triton/cache)")
+    c.add_argument("--max-registers", type=int_range(1, 255, "register budget"), metavar="N",
+                   help="fail a kernel that uses more than N registers")
+    c.add_argument("--no-spills", action="store_true",
+                   help="fail a kernel that spills (any spill store or load)")
+    c.add_argument("--max-stack", type=int_range(0, None, "stack budget"), metavar="BYTES",
+                   help="fail a kernel whose per-thread stack exceeds BYTES")
+    c.add_argument("--min-occupancy", type=_occupancy, metavar="X",
+                   help="fail a kernel whose occupancy at --block is below X (0.5 or 50%%)")
+    c.add_argument("--budget", metavar="FILE.toml",
+                   help="per-kernel budgets: [defaults] and [kernels.\"GLOB\"] tables "
+                        "(globs on mangled or demangled names; see docs/ci.md)")
+    c.add_argument("--sarif", metavar="OUT.sarif", help="write the result as SARIF 2.1.0")
+    c.add_argument("--junit", metavar="OUT.xml", help="write the result as JUnit XML")
+    c.add_argument("--source-root", metavar="DIR",
+                   help="make SARIF paths relative to DIR (default: the current directory)")
+    add_common(c, kernel=False)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise PtxforgeError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+def run(args) -> int:
+    """Run the command; the exit status (0 / 1 / 2)."""
+    import json
+
+    from ptxforge.frontends import triton_cache
+    from ptxforge.frontends.inputs import collect
+    from ptxforge.reports.check import Budget, check, load_budget
+
+    paths = list(args.paths)
+    try:
+        if args.triton_cache is not None:
+            paths.append(args.triton_cache or str(triton_cache.default_cache_dir()))
+        if not paths:
+            raise PtxforgeError("check: nothing to check: give FILE|DIR arguments or "
+                                "--triton-cache")
+        base = Budget(args.max_registers, True if args.no_spills else None, args.max_stack,
+                      args.min_occupancy, args.block)
+        budget_file = load_budget(args.budget) if args.budget else None
+        if base.empty and (budget_file is None or (
+                budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
+            raise PtxforgeError("check: no budget to check: give --max-registers, --no-spills, "
+                                "--max-stack, --min-occupancy or --budget FILE.toml")
+        units = collect(paths, arch=args.arch, block=args.block, dynamic_shared=args.smem)
+        kernels = [f for u in units for f in u.figures]
+        if not kernels:
+            raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
+        report = check(kernels, base, budget_file)
+        if args.sarif:
+            from ptxforge.reports.sarif import sarif_text
+
+            _write(args.sarif, sarif_text(report, args.source_root))
+        if args.junit:
+            from ptxforge.reports.junit import junit_xml
+
+            _write(args.junit, junit_xml(report))
+    except PtxforgeError as exc:  # unreadable, malformed or uncompilable input: bad input
+        sys.stderr.write(f"ptxforge: error: {message(exc)}\n")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(report.to_text())
+    return report.exit_status

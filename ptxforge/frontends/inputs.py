@@ -1,0 +1,120 @@
+"""Files, folders and Triton caches to per-kernel figures: what ``check`` and ``diff`` read.
+
+:func:`collect` takes paths: a ``.ptx`` file, a cubin, a folder (searched recursively for
+``*.ptx`` and ``*.cubin``; a cubin beside a PTX of the same stem is left out, the PTX tells
+more) or a Triton cache (a folder holding ``HASH/NAME.json`` metadata beside ``NAME.ptx``:
+each kernel is analysed at its own block size, 32 × num_warps, with its shared memory, see
+:mod:`ptxforge.frontends.triton_cache`).  Each file becomes an :class:`Input` with its
+analysis and :class:`~ptxforge.reports.figures.KernelFigures`.  The figures come from
+:mod:`ptxforge.reports.analyze` (compiled with the default backend) and
+:mod:`ptxforge.reports.cubin`.
+
+Example::
+
+    >>> units = collect(["build/kernels/"])          # doctest: +SKIP
+    >>> [f.name for u in units for f in u.figures]   # doctest: +SKIP
+    ['gemm', 'softmax']
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Sequence
+from typing import Optional
+
+import attrs
+
+from ptxforge.errors import PtxforgeError
+from ptxforge.reports.figures import kernel_figures
+
+from . import triton_cache
+
+__all__ = ["Input", "collect", "expand"]
+
+
+@attrs.frozen(slots=True)
+class Input:
+    """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
+    relative to the folder it was found in (``rel``), the analysis and the figures."""
+
+    path: str
+    kind: str
+    rel: str
+    analysis: object = attrs.field(eq=False, repr=False)
+    figures: tuple = attrs.field(eq=False, repr=False)
+
+
+def _is_cubin(path: pathlib.Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def expand(path) -> list:
+    """``[(kind, file path or CacheEntry, relative name)]`` for one path (see the module
+    docstring); PtxforgeError for a path that does not exist or holds nothing to analyse."""
+    p = pathlib.Path(path)
+    if p.is_file():
+        return [("cubin" if _is_cubin(p) else "ptx", str(p), p.name)]
+    if not p.is_dir():
+        raise PtxforgeError(f"{str(path)!r}: no such file or directory (expected PTX, a "
+                            "cubin, a folder of them or a Triton cache)")
+    entries = [e for j in sorted(p.rglob("*.json")) if (e := triton_cache.read_entry(j))]
+    taken = {pathlib.Path(e.ptx_path) for e in entries}
+    taken |= {pathlib.Path(e.cubin_path) for e in entries if e.cubin_path}
+    out = [("triton", e, os.path.relpath(e.ptx_path, p)) for e in entries]
+    for f in sorted(p.rglob("*")):
+        if f in taken or not f.is_file():
+            continue
+        if f.suffix == ".ptx":
+            out.append(("ptx", str(f), os.path.relpath(f, p)))
+        elif f.suffix == ".cubin" or (f.suffix == "" and _is_cubin(f)):
+            if f.with_suffix(".ptx").is_file():
+                continue
+            out.append(("cubin", str(f), os.path.relpath(f, p)))
+    if not out:
+        raise PtxforgeError(f"{str(path)!r} holds no .ptx, .cubin or Triton cache entry")
+    return out
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise PtxforgeError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def _one(kind, what, rel, arch, block, dynamic_shared, compile) -> Input:
+    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.cubin import analyze_cubin
+
+    if kind == "triton":
+        res, text = triton_cache.analyze_entry(what, compile=compile, target=arch)
+        return Input(what.ptx_path, kind, rel, res, kernel_figures(res, text, "triton"))
+    data = _read(what)
+    if kind == "cubin":
+        res = analyze_cubin(data, what, arch, block, dynamic_shared=dynamic_shared)
+        return Input(what, kind, rel, res, kernel_figures(res))
+    text = data.decode("utf-8", errors="replace")
+    res = analyze_ptx(text, what, arch, block, compile, dynamic_shared=dynamic_shared)
+    return Input(what, kind, rel, res, kernel_figures(res, text))
+
+
+def collect(paths: Sequence, *, arch: Optional[str] = None, block: Optional[int] = None,
+            dynamic_shared: int = 0, compile: bool = True) -> tuple:
+    """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
+    :class:`Input` s, in the order given (folders sorted).  ``arch`` None uses each PTX's
+    ``.target``; ``block`` None each kernel's own launch bounds (Triton: 32 × num_warps),
+    else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
+    uncompilable input."""
+    if not paths:
+        raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
+    out = []
+    for path in paths:
+        for kind, what, rel in expand(path):
+            out.append(_one(kind, what, rel, arch, block, dynamic_shared, compile))
+    return tuple(out)

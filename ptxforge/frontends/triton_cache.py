@@ -1,0 +1,189 @@
+"""Triton's kernel cache (``~/.triton/cache``): each compiled kernel's PTX with its metadata.
+
+Triton writes every kernel it compiles to ``CACHE/HASH/NAME.{ptx,cubin,json,…}``; the JSON
+holds what the launch needs and the PTX does not say: ``num_warps`` (the block is 32 ×
+num_warps threads), ``shared`` (the shared memory Triton asks for at launch, i.e. dynamic
+shared memory: its PTX declares only an ``extern`` array), ``name``, ``num_stages`` and the
+target.  :func:`scan` finds those entries; :func:`analyze_entry` runs
+:func:`ptxforge.reports.analyze.analyze_ptx` on one with that block size and shared memory.
+The cache directory is ``$TRITON_CACHE_DIR``, else ``$TRITON_HOME/.triton/cache``, else
+``~/.triton/cache`` (:func:`default_cache_dir`), as Triton itself decides.
+
+Triton's own ``n_spills`` (what ``kernel.n_spills`` and PyTorch Inductor read) is the
+kernel's local memory per thread divided by 4: its whole stack frame in 4-byte words, spill
+slots and local arrays alike, and 0 for spills it cannot see.  ptxforge reports the spill
+stores and loads ptxas emitted (bytes) apart from the stack; :func:`triton_n_spills` gives
+Triton's figure for comparison.
+
+Example::
+
+    >>> entries = scan("/nonexistent/cache")   # doctest: +SKIP
+    >>> triton_n_spills(stack=64)
+    16
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Optional
+
+import attrs
+
+from ptxforge.errors import PtxforgeError
+
+__all__ = [
+    "N_SPILLS_NOTE",
+    "CacheEntry",
+    "analyze_cache",
+    "analyze_entry",
+    "default_cache_dir",
+    "entry_for_ptx",
+    "is_cache_dir",
+    "read_entry",
+    "scan",
+    "triton_n_spills",
+    "with_n_spills_note",
+]
+
+#: The sentence every Triton report carries on how its spills differ from Triton's n_spills.
+N_SPILLS_NOTE = ("Spills here are the bytes ptxas's spill stores and loads move, kept apart "
+                 "from the stack; Triton's n_spills is the kernel's local memory per thread / 4 "
+                 "(its whole stack frame in 4-byte words, spill slots and local arrays alike), "
+                 "so it is {n} for this kernel.")
+
+
+def triton_n_spills(stack: Optional[int]) -> Optional[int]:
+    """What Triton reports as ``n_spills`` for a kernel with ``stack`` bytes of local memory
+    per thread (``CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES // 4``); None when unknown."""
+    return None if stack is None else stack // 4
+
+
+def default_cache_dir() -> pathlib.Path:
+    """Triton's cache directory: ``$TRITON_CACHE_DIR``, else ``$TRITON_HOME/.triton/cache``,
+    else ``~/.triton/cache``."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return pathlib.Path(os.environ["TRITON_CACHE_DIR"])
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+    return pathlib.Path(home) / ".triton" / "cache"
+
+
+@attrs.frozen(slots=True)
+class CacheEntry:
+    """One compiled kernel in Triton's cache: its PTX file, name and launch metadata."""
+
+    ptx_path: str
+    name: str
+    num_warps: int
+    shared: int
+    num_stages: Optional[int] = None
+    arch: Optional[str] = None
+    hash: Optional[str] = None
+    cubin_path: Optional[str] = None
+
+    @property
+    def block_size(self) -> int:
+        """Threads per block: 32 × ``num_warps``."""
+        return 32 * self.num_warps
+
+
+def _metadata(path: pathlib.Path) -> Optional[dict]:
+    """The JSON metadata of a Triton kernel at ``path``, or None when it is not one."""
+    if path.name.startswith("__grp__"):
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or "num_warps" not in data or "name" not in data:
+        return None
+    return data
+
+
+def read_entry(json_path) -> Optional[CacheEntry]:
+    """The cache entry described by ``json_path`` (None unless it is Triton metadata with a
+    sibling ``.ptx``)."""
+    path = pathlib.Path(json_path)
+    meta = _metadata(path)
+    if meta is None:
+        return None
+    ptx = path.with_suffix(".ptx")
+    if not ptx.is_file():
+        return None
+    target = meta.get("target") or {}
+    arch = target.get("arch") if isinstance(target, dict) else None
+    num_warps, shared = meta.get("num_warps"), meta.get("shared") or 0
+    if not isinstance(num_warps, int) or not 1 <= num_warps <= 32 or not isinstance(shared, int):
+        raise PtxforgeError(f"{path}: Triton metadata with num_warps={num_warps!r}, "
+                            f"shared={shared!r}; expected num_warps 1..32 and shared bytes")
+    cubin = path.with_suffix(".cubin")
+    return CacheEntry(str(ptx), str(meta["name"]), num_warps, shared, meta.get("num_stages"),
+                      f"sm_{arch}" if isinstance(arch, int) else None, meta.get("hash"),
+                      str(cubin) if cubin.is_file() else None)
+
+
+def scan(directory=None) -> tuple:
+    """Every kernel in a Triton cache directory (default :func:`default_cache_dir`), sorted
+    by name, then ``num_warps``, ``num_stages``, then path; PtxforgeError when the
+    directory does not exist."""
+    root = pathlib.Path(directory) if directory is not None else default_cache_dir()
+    if not root.is_dir():
+        raise PtxforgeError(f"no Triton cache at {str(root)!r} (expected a directory of "
+                            "HASH/NAME.ptx with NAME.json; set TRITON_CACHE_DIR or pass it)")
+    out = [e for p in sorted(root.rglob("*.json")) if (e := read_entry(p)) is not None]
+    return tuple(sorted(out, key=lambda e: (e.name, e.num_warps, e.num_stages or 0,
+                                            e.ptx_path)))
+
+
+def is_cache_dir(directory) -> bool:
+    """Whether ``directory`` holds at least one Triton cache entry."""
+    root = pathlib.Path(directory)
+    return root.is_dir() and any(read_entry(p) is not None for p in root.rglob("*.json"))
+
+
+def analyze_entry(entry: CacheEntry, *, compile: bool = True, target=None, **kwargs):
+    """:func:`~ptxforge.reports.analyze.analyze_ptx` of a cache entry at its block size
+    (32 × num_warps) with its shared memory as dynamic shared memory; the analysis' notes
+    gain the sentence on Triton's ``n_spills``.  Returns ``(ModuleAnalysis, ptx text)``."""
+    from ptxforge.reports.analyze import analyze_ptx
+
+    try:
+        text = pathlib.Path(entry.ptx_path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise PtxforgeError(f"cannot read {entry.ptx_path!r}: {exc.strerror or exc}") from None
+    res = analyze_ptx(text, entry.ptx_path, target, entry.block_size, compile,
+                      dynamic_shared=entry.shared, **kwargs)
+    return with_n_spills_note(res), text
+
+
+def entry_for_ptx(path) -> Optional[CacheEntry]:
+    """The cache entry whose PTX is ``path`` (a ``.ptx`` beside Triton's JSON metadata), else
+    None."""
+    p = pathlib.Path(path)
+    if p.suffix != ".ptx" or not p.is_file():
+        return None
+    return read_entry(p.with_suffix(".json"))
+
+
+def analyze_cache(directory=None, *, kernel: Optional[str] = None, **kwargs) -> tuple:
+    """``(ModuleAnalysis, …)`` of every kernel in a Triton cache (default
+    :func:`default_cache_dir`; ``kernel``: only those of that name), each at its own block
+    size and shared memory (:func:`analyze_entry`, which gets ``kwargs``)."""
+    entries = [e for e in scan(directory) if kernel is None or e.name == kernel]
+    if not entries:
+        raise PtxforgeError(f"no kernel{f' named {kernel!r}' if kernel else ''} in the "
+                            f"Triton cache {str(directory or default_cache_dir())!r}")
+    return tuple(analyze_entry(e, **kwargs)[0] for e in entries)
+
+
+def with_n_spills_note(res):
+    """``res`` (a ModuleAnalysis) with :data:`N_SPILLS_NOTE` for each compiled kernel."""
+    notes = list(res.notes)
+    for k in res.kernels:
+        if k.stats is not None and k.is_entry:
+            n = triton_n_spills(k.stats.stack_frame)
+            spill = (f"{k.name}: ptxas spilled {k.stats.spill_stores} bytes (stores) / "
+                     f"{k.stats.spill_loads} bytes (loads); stack {k.stats.stack_frame} bytes. ")
+            notes.append(spill + N_SPILLS_NOTE.format(n=n))
+    return attrs.evolve(res, notes=tuple(notes))

@@ -1,0 +1,185 @@
+"""Build-to-build deltas: the same kernels in two builds, matched by name, figure by figure.
+
+:func:`diff_figures` pairs the :class:`~ptxforge.reports.figures.KernelFigures` of an old
+and a new build by kernel name (a name that occurs more than once on a side is told apart by
+its block size, then by its file) and compares registers, spill stores and loads, stack,
+occupancy, the liveness estimate and the prediction (when the analysis has one).
+:class:`DiffReport` prints only the kernels that changed, were added or removed, unless
+``all``; :meth:`DiffReport.to_markdown` gives a table fit for a pull-request comment.
+
+Example::
+
+    >>> from ptxforge.reports.figures import KernelFigures
+    >>> def k(regs):
+    ...     return KernelFigures("a.ptx", "k", "sm_80", regs, regs, 0, 0, 0, True, 256,
+    ...                          "default", 4, 0.5)
+    >>> d = diff_figures([k(40)], [k(48)])
+    >>> d.rows[0].status, d.rows[0].changes[0]
+    ('changed', ('registers', 40, 48))
+    >>> print(d.to_text().splitlines()[2])
+      k       changed  40 → 48 (+8)         0         0      0      50.0%  40 → 48 (+8)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Optional
+
+import attrs
+
+from ptxforge._text import table
+
+from .peak import display_name
+
+__all__ = ["FIELDS", "DiffReport", "KernelDelta", "diff_figures", "match_keys"]
+
+#: The figures compared, in column order: (attribute, column title).
+FIELDS = (("registers", "registers"), ("spill_stores", "spill st"),
+          ("spill_loads", "spill ld"), ("stack", "stack"), ("occupancy", "occupancy"),
+          ("estimate", "estimate"), ("prediction", "prediction"))
+
+
+def match_keys(figures: Sequence) -> list:
+    """A key per kernel: its name, unless the name occurs more than once, then ``name
+    @BLOCK`` (block size), then ``FILE:name``."""
+    names = [f.name for f in figures]
+    out = []
+    for f in figures:
+        if names.count(f.name) == 1:
+            out.append(f.name)
+            continue
+        same_block = sum(1 for g in figures if g.name == f.name and g.block_size == f.block_size)
+        out.append(f"{f.name} @{f.block_size}" if same_block == 1 else f"{f.file}:{f.name}")
+    return out
+
+
+@attrs.frozen(slots=True)
+class KernelDelta:
+    """One kernel in both builds: ``status`` ``"changed"``, ``"same"``, ``"added"`` or
+    ``"removed"``; ``changes`` the ``(field, old, new)`` that differ."""
+
+    key: str
+    old: Optional[object]
+    new: Optional[object]
+    status: str
+    changes: tuple = ()
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: both builds' figures and the deltas."""
+        out = {"kernel": self.key, "status": self.status,
+               "old": None if self.old is None else self.old.to_dict(),
+               "new": None if self.new is None else self.new.to_dict(), "deltas": {}}
+        for field, a, b in self.changes:
+            out["deltas"][field] = (None if a is None or b is None
+                                    else round(b - a, 6) if isinstance(a, float) else b - a)
+        return out
+
+
+def _fmt(field: str, v) -> str:
+    if v is None:
+        return "-"
+    return f"{100 * v:.1f}%" if field == "occupancy" else str(v)
+
+
+def _delta(field: str, a, b) -> str:
+    if a is None or b is None:
+        return ""
+    d = b - a
+    if field == "occupancy":
+        return f" ({100 * d:+.1f} pp)"
+    return f" ({d:+d})"
+
+
+def _cell(d: KernelDelta, field: str) -> str:
+    a = None if d.old is None else getattr(d.old, field)
+    b = None if d.new is None else getattr(d.new, field)
+    if d.old is None:
+        return _fmt(field, b)
+    if d.new is None:
+        return _fmt(field, a)
+    if a == b:
+        return _fmt(field, a)
+    return f"{_fmt(field, a)} → {_fmt(field, b)}{_delta(field, a, b)}"
+
+
+@attrs.frozen(slots=True)
+class DiffReport:
+    """Every kernel of both builds (:class:`KernelDelta`), in the new build's order, then
+    the removed ones."""
+
+    old: str
+    new: str
+    rows: tuple
+
+    @property
+    def changed(self) -> tuple:
+        """The rows that are not ``"same"``."""
+        return tuple(r for r in self.rows if r.status != "same")
+
+    def _shown(self, all: bool) -> tuple:
+        return self.rows if all else self.changed
+
+    def _columns(self, rows) -> list:
+        """The figure columns worth showing: those any shown kernel has a value for."""
+        return [(f, t) for f, t in FIELDS
+                if any(getattr(x, f) is not None for r in rows for x in (r.old, r.new) if x)]
+
+    def to_dict(self, all: bool = False) -> dict:
+        """JSON-ready dict (``schema`` ``ptxforge.diff/1``)."""
+        return {"schema": "ptxforge.diff/1", "old": self.old, "new": self.new,
+                "changed": len(self.changed), "kernels": len(self.rows),
+                "rows": [r.to_dict() for r in self._shown(all)]}
+
+    def to_json(self, all: bool = False) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(all), indent=2, ensure_ascii=False) + "\n"
+
+    def _summary(self) -> str:
+        n, c = len(self.rows), len(self.changed)
+        return (f"{c} of {n} kernel{'s' if n != 1 else ''} changed" if c else
+                f"no change in {n} kernel{'s' if n != 1 else ''}")
+
+    def to_text(self, all: bool = False) -> str:
+        """An aligned table of the changed kernels (every kernel with ``all``)."""
+        rows = self._shown(all)
+        head = [f"{self.old} → {self.new}: {self._summary()}"]
+        if not rows:
+            return "\n".join(head) + "\n"
+        cols = self._columns(rows)
+        body = [(display_name(r.key)[:48], r.status, *(_cell(r, f) for f, _ in cols))
+                for r in rows]
+        return "\n".join(head + table(("kernel", "status", *(t for _, t in cols)), body)) + "\n"
+
+    def to_markdown(self, all: bool = False) -> str:
+        """A GitHub-flavoured Markdown table for a pull-request comment."""
+        rows = self._shown(all)
+        lines = [f"**ptxforge diff**: {self._summary()}", ""]
+        if not rows:
+            return "\n".join(lines)
+        cols = self._columns(rows)
+        lines.append("| kernel | status | " + " | ".join(t for _, t in cols) + " |")
+        lines.append("|---|---|" + "---:|" * len(cols))
+        for r in rows:
+            cells = [_cell(r, f).replace("|", "\\|") for f, _ in cols]
+            name = display_name(r.key).replace("|", "\\|")
+            lines.append(f"| `{name}` | {r.status} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def diff_figures(old: Sequence, new: Sequence, old_name: str = "old",
+                 new_name: str = "new") -> DiffReport:
+    """Pair the kernels of two builds by :func:`match_keys` and compare :data:`FIELDS`."""
+    olds = dict(zip(match_keys(old), old))
+    news = dict(zip(match_keys(new), new))
+    rows = []
+    for key, b in news.items():
+        a = olds.get(key)
+        if a is None:
+            rows.append(KernelDelta(key, None, b, "added"))
+            continue
+        changes = tuple((f, getattr(a, f), getattr(b, f)) for f, _ in FIELDS
+                        if getattr(a, f) != getattr(b, f))
+        rows.append(KernelDelta(key, a, b, "changed" if changes else "same", changes))
+    rows += [KernelDelta(key, a, None, "removed") for key, a in olds.items() if key not in news]
+    return DiffReport(old_name, new_name, tuple(rows))

@@ -1,0 +1,125 @@
+"""A budget check as SARIF 2.1.0, the format code-scanning UIs read to annotate source lines.
+
+One run (tool ``ptxforge``, one rule per budget kind, :data:`ptxforge.reports.check.RULES`);
+one result per limit that fails (level ``error``) or cannot be checked (level ``warning``,
+which ``ptxforge check`` still counts as a failure).  Each result is located at the kernel's
+own source line (its first ``.loc``: the CUDA, Triton or numba line that defines the kernel)
+when the PTX has line information, else at its ``.entry`` line in the PTX file, with the
+kernel as a logical location and the source lines that hold the most registers at the
+pressure peak as related locations.  Paths under ``root`` (default: the current directory)
+become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.
+
+Example::
+
+    >>> from ptxforge.reports.check import CheckReport
+    >>> log = sarif_log(CheckReport((), ()))
+    >>> log["version"], log["runs"][0]["tool"]["driver"]["name"], log["runs"][0]["results"]
+    ('2.1.0', 'ptxforge', [])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Optional
+
+from .check import RULES, CheckReport
+from .peak import display_name
+
+__all__ = ["SARIF_SCHEMA", "artifact_uri", "sarif_log", "sarif_text"]
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_INFO_URI = "https://github.com/ptxforge/ptxforge"
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ptxforge")
+    except Exception:  # pragma: no cover - not installed
+        return "0"
+
+
+def artifact_uri(path: str, root: Optional[str] = None) -> tuple:
+    """``(uri, uriBaseId or None)`` for a file: relative to ``root`` (default the current
+    directory) when under it, else an absolute ``file://`` URI.
+
+    Example::
+
+        >>> artifact_uri("/src/kern/a.py", "/src")
+        ('kern/a.py', '%SRCROOT%')
+        >>> artifact_uri("/opt/x.ptx", "/src")
+        ('file:///opt/x.ptx', None)
+    """
+    p = pathlib.PurePosixPath(path.replace(os.sep, "/"))
+    base = pathlib.PurePosixPath((root or os.getcwd()).replace(os.sep, "/"))
+    if not p.is_absolute():
+        return p.as_posix(), "%SRCROOT%"
+    try:
+        return p.relative_to(base).as_posix(), "%SRCROOT%"
+    except ValueError:
+        return pathlib.Path(str(p)).as_uri() if os.sep == "/" else "file://" + p.as_posix(), None
+
+
+def _physical(path: str, line: Optional[int], root: Optional[str]) -> dict:
+    uri, base = artifact_uri(path, root)
+    loc = {"artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})}}
+    if line:
+        loc["region"] = {"startLine": int(line)}
+    return loc
+
+
+def _result(f, index: int, root: Optional[str]) -> dict:
+    k = f.kernel
+    if k.source is not None:
+        physical = _physical(k.source[0], k.source[1], root)
+    else:
+        physical = _physical(k.file, k.entry_line, root)
+    related = []
+    for i, (file, line, units) in enumerate(k.peak_lines):
+        related.append({"id": i + 1, "physicalLocation": _physical(file, line, root),
+                        "message": {"text": f"defines {units} of the 32-bit registers live at "
+                                            "the pressure peak"}})
+    out = {
+        "ruleId": f.rule,
+        "ruleIndex": index,
+        "level": "error" if f.status == "fail" else "warning",
+        "message": {"text": f.message},
+        "locations": [{"physicalLocation": physical,
+                       "logicalLocations": [{"name": display_name(k.name),
+                                             "fullyQualifiedName": k.demangled,
+                                             "decoratedName": k.name, "kind": "function"}]}],
+        "partialFingerprints": {"ptxforgeKernel/v1": f"{k.name}:{f.rule}"},
+        "properties": {"status": f.status, "limit": f.limit, "actual": f.actual,
+                       "kernel": k.name, "file": k.file, "arch": k.arch},
+    }
+    if related:
+        out["relatedLocations"] = related
+    return out
+
+
+def sarif_log(report: CheckReport, root: Optional[str] = None) -> dict:
+    """The SARIF 2.1.0 log (a dict) of ``report``; see the module docstring."""
+    ids = list(RULES)
+    rules = [{"id": rid, "name": "".join(w.title() for w in rid.split("-")),
+              "shortDescription": {"text": desc},
+              "defaultConfiguration": {"level": "error"},
+              "helpUri": _INFO_URI + "/blob/main/docs/ci.md"}
+             for rid, (_, desc) in RULES.items()]
+    results = [_result(f, ids.index(f.rule), root) for f in report.failures]
+    run = {"tool": {"driver": {"name": "ptxforge", "version": _version(),
+                               "informationUri": _INFO_URI, "rules": rules}},
+           "originalUriBaseIds": {"%SRCROOT%": {"uri": pathlib.Path(
+               os.path.abspath(root or os.getcwd())).as_uri() + "/"}},
+           "invocations": [{"executionSuccessful": True,
+                            "exitCode": report.exit_status}],
+           "results": results}
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def sarif_text(report: CheckReport, root: Optional[str] = None) -> str:
+    """:func:`sarif_log` as JSON text (deterministic: sorted keys, two-space indent)."""
+    return json.dumps(sarif_log(report, root), indent=2, sort_keys=True,
+                      ensure_ascii=False) + "\n"
