@@ -1,17 +1,18 @@
-"""How close is the liveness estimate to what ptxas assigns?  (A measurement, not a test.)
+"""How close are the live count and the prediction to ptxas's register count?  (A measurement.)
 
-For every kernel of the CUDA C++ test corpus (compiled with NVRTC, parsed by ptxforge), it
-sets three numbers beside ptxas's register count (through nvJitLink, same target):
+For every kernel of the prediction corpus (``tests/support/kernel_corpus.py``: NVRTC, Triton
+and numba-cuda kernels, whole-program ptxas 13.x as the ground truth) it sets beside ptxas's
+count:
 
-* ptxforge's estimate: the peak of live general registers in 32-bit units (dataflow liveness);
-* the "counter" trueno-gpu reports as max_live: virtual registers allocated, in 32-bit units
-  (what a builder that only counts allocations can say);
-* ptxas's count.
+* the live count: the most general registers (32-bit units) live at once in the PTX order
+  (:func:`ptxforge.analyze_pressure`);
+* the prediction (:func:`ptxforge.analysis.prediction.predict_registers`).
 
-It prints a per-kernel table and the median relative error of each against ptxas.  Kernels
-that spill are listed but left out of the medians: their count is the cap, not the need.
+It prints, per compiler source and overall, on the validation split and the training split
+beside it, non-spilling kernels only: the share within +-10% of ptxas, the median |error| %
+and Spearman's rank correlation.  ``--kernels`` lists every kernel.
 
-    python bench/bench_estimate_accuracy.py [--arch sm_80]
+    python bench/bench_estimate_accuracy.py [--arch sm_80] [--kernels]
 """
 
 from __future__ import annotations
@@ -22,51 +23,104 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from corpus_util import corpus_ptx, corpus_sources  # noqa: E402
+from kernel_corpus import corpus, ground_truths  # noqa: E402
 
-from ptxforge import analyze_pressure, compile_ptx, parse  # noqa: E402
+from ptxforge import analyze_pressure, parse  # noqa: E402
+from ptxforge.analysis.prediction import MODEL, predict_registers  # noqa: E402
+
+SOURCES = ("nvrtc", "triton", "numba")
 
 
-def counter_units(kernel) -> int:
-    """trueno-gpu's max_live: every allocated virtual register, in 32-bit units."""
-    seen = {}
-    for inst in kernel.instructions:
-        for reg in inst.defs:
-            if not reg.type.is_pred:
-                seen[reg.name] = reg.units
-    return sum(seen.values())
+def _ranks(xs: list) -> list:
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def spearman(a: list, b: list) -> float:
+    """Spearman's rank correlation (ties get their mean rank); nan for fewer than 3."""
+    if len(a) < 3:
+        return float("nan")
+    ra, rb = _ranks(a), _ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    return cov / (va * vb) ** 0.5 if va and vb else float("nan")
+
+
+def accuracy(pred: list, truth: list) -> dict:
+    """within10 (share), median_error (share), spearman for predictions against truth."""
+    if not truth:
+        return {"n": 0, "within10": float("nan"), "median_error": float("nan"),
+                "spearman": float("nan")}
+    return {"n": len(truth),
+            "within10": sum(abs(p - t) <= 0.1 * t for p, t in zip(pred, truth)) / len(truth),
+            "median_error": statistics.median(abs(p - t) / t for p, t in zip(pred, truth)),
+            "spearman": spearman(pred, truth)}
+
+
+def measure(arch: str = "sm_80") -> list:
+    """Per non-spilling corpus kernel: (CorpusKernel, ptxas registers, live count, Prediction)."""
+    kernels = corpus(arch)
+    truth = ground_truths(kernels)
+    modules: dict = {}
+    rows = []
+    for k in kernels:
+        g = truth[k.id]
+        if g.spill_stores or g.spill_loads or g.registers <= 0:
+            continue
+        module = modules.get(k.ptx)
+        if module is None:
+            module = modules[k.ptx] = parse(k.ptx, k.file)
+        kernel = module.kernel(k.kernel)
+        live = analyze_pressure(kernel).peak.units
+        rows.append((k, g.registers, live, predict_registers(kernel, live_units=live)))
+    return rows
+
+
+def table(rows: list) -> list:
+    """(split, source, n, live accuracy, prediction accuracy) per split and source."""
+    out = []
+    for split in ("validation", "train"):
+        for source in (*SOURCES, "all"):
+            sel = [r for r in rows if r[0].split == split and source in ("all", r[0].source)]
+            truth = [r[1] for r in sel]
+            out.append((split, source, len(sel), accuracy([r[2] for r in sel], truth),
+                        accuracy([r[3].registers for r in sel], truth)))
+    return out
+
+
+def _fmt(a: dict) -> str:
+    return f"{a['within10']:>7.0%} {a['median_error']:>8.1%} {a['spearman']:>6.3f}"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="sm_80")
+    ap.add_argument("--kernels", action="store_true", help="list every kernel")
     args = ap.parse_args(argv)
-    rows = []
-    for source in corpus_sources():
-        ptx = corpus_ptx(source, args.arch)
-        module = parse(ptx, f"{source}.ptx")
-        stats = compile_ptx(ptx, args.arch)
-        for kernel in module.entries:
-            est = analyze_pressure(kernel).peak.units
-            s = stats[kernel.name]
-            rows.append((kernel.name, est, counter_units(kernel), s.registers, s.spills))
-    print(f"{'kernel':<34} {'estimate':>8} {'counter':>8} {'ptxas':>6}  spills")
-    for name, est, cnt, regs, spills in rows:
-        print(f"{name:<34} {est:>8} {cnt:>8} {regs:>6}  {'yes' if spills else ''}")
-    clean = [r for r in rows if not r[4] and r[3] > 0]
-
-    def rel(values):
-        return statistics.median(abs(v - r[3]) / r[3] for v, r in zip(values, clean))
-
-    est_err = rel([r[1] for r in clean])
-    cnt_err = rel([r[2] for r in clean])
-    within = sum(1 for r in clean if abs(r[1] - r[3]) <= max(4, 0.25 * r[3]))
-    print(f"\n{len(rows)} kernels on {args.arch}, {len(clean)} without spills:")
-    print(f"  median |estimate - ptxas| / ptxas = {est_err:.1%}")
-    print(f"  median |counter  - ptxas| / ptxas = {cnt_err:.1%}  (trueno-gpu's 'max_live')")
-    print(f"  estimate within max(4, 25%) of ptxas: {within}/{len(clean)}")
+    rows = measure(args.arch)
+    if args.kernels:
+        print(f"{'kernel':<60} {'split':<10} {'live':>5} {'pred':>5} {'ptxas':>5}")
+        for k, regs, live, p in rows:
+            print(f"{k.id[:60]:<60} {k.split:<10} {live:>5} {p.registers:>5} {regs:>5}")
+        print()
+    print(f"{len(rows)} non-spilling kernels on {args.arch}; {MODEL}")
+    print(f"{'split':<11}{'source':<8}{'n':>4}   {'live: within10  median    rho':<32}"
+          f"{'prediction: within10  median    rho'}")
+    for split, source, n, live, pred in table(rows):
+        print(f"{split:<11}{source:<8}{n:>4}   {_fmt(live):<32}{'':>6}{_fmt(pred)}")
     return 0
 
 

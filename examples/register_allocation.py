@@ -1,9 +1,10 @@
 """Register allocation with ptxforge: what a kernel needs, what ptxas gives it, what that costs.
 
 For each demo kernel this prints the liveness estimate (peak general registers in 32-bit units,
-and predicates), ptxas's register count (through nvJitLink: no GPU needed), and the occupancy
-both give for a 256-thread block on sm_80.  Where a GPU is present it also JIT-loads each kernel
-through the CUDA driver and prints the driver's register count.
+and predicates), the predicted ptxas count (docs/prediction.md), ptxas's register count
+(through nvJitLink: no GPU needed), and the occupancy both give for a 256-thread block on
+sm_80.  Where a GPU is present it also JIT-loads each kernel through the CUDA driver and prints
+the driver's register count.
 
     python examples/register_allocation.py [--arch sm_80] [--block 256]
 """
@@ -22,6 +23,7 @@ from ptxforge import (
     emit,
     occupancy,
 )
+from ptxforge.analysis.prediction import predict_registers
 from ptxforge.ptx import types as T
 
 
@@ -94,8 +96,10 @@ def show(module, target: str, block: int, gpu: bool) -> dict:
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target)[kernel.name]
     cmp = compare_with_ptxas(report, stats, block_size=block, target=target, kernel=kernel)
+    pred = predict_registers(kernel, live_units=report.peak.units)
     occ_e, occ_p = cmp.occupancy_estimate, cmp.occupancy_ptxas
     line = (f"  {kernel.name:<20} estimate {report.peak.units:>3} regs + {report.pred_peak.units} pred"
+            f" | predicted {pred.registers:>3} ({pred.low}-{pred.high})"
             f" | ptxas {stats.registers:>3} regs, {stats.spill_stores} B spilled"
             f" | blocks/SM {occ_e.active_blocks} (estimate) vs {occ_p.active_blocks} (ptxas),"
             f" occupancy {occ_p.occupancy:.0%}")
@@ -103,6 +107,7 @@ def show(module, target: str, block: int, gpu: bool) -> dict:
         line += f" | driver {driver_registers(module, kernel.name)} regs"
     print(line)
     return {"estimate": report.peak.units, "ptxas": stats.registers, "report": report,
+            "prediction": pred,
             "ptx": emit(module),
             "vregs": sum(n for _, n in report.registers_by_type)}
 
@@ -156,6 +161,11 @@ def main(argv=None) -> int:
               f" defined at {_rel(value.loc)}")
     for group in peak.by_source[:3]:
         print(f"  {group.count} live values ({group.units} registers) were defined on {_rel(group.loc)}")
+
+    pred = d8["prediction"]
+    print(f"  predicted ptxas count {pred.registers} (ptxas: {d8['ptxas']}), made of:")
+    for c in pred.components:
+        print(f"    {c.registers:+4d}  {c.name:<20} {c.detail}")
 
     print("\n5. What the registers cost: occupancy cliffs for the 8-way dot product")
     from ptxforge import register_cliffs

@@ -10,6 +10,12 @@ One module per command (``ptxforge COMMAND --help`` for the options; ``docs/cli.
     ptxforge sweep FILE.ptx [--caps 255,128,64] [--arch] [--block] [--smem] [--kernel] [--json]
     ptxforge occupancy --arch sm_86 --regs 51 --block 256 [--smem BYTES] [--json]
     ptxforge sass FILE.ptx|FILE.cubin [--arch sm_80] [--kernel NAME] [--json] [--top N]
+    ptxforge report FILE.ptx|FILE.cubin|FILE.py -o report.html [--sweep] [--spill-budget B]
+    ptxforge check FILE|DIR... [--max-registers N] [--no-spills] [--max-stack B]
+                              [--min-occupancy X --block N] [--budget ptxforge.toml]
+                              [--sarif OUT] [--junit OUT] [--triton-cache [DIR]]
+                              (exit 0 every budget holds, 1 a violation, 2 bad input)
+    ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
 ``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
@@ -30,7 +36,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ptxforge.cli import analyze, compare, occupancy, sass, sweep
+from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass, sweep
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
 
@@ -38,7 +44,7 @@ __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
-             "sass": sass}
+             "sass": sass, "check": check, "diff": diff, "report": report}
 
 
 def build_parser() -> argparse.ArgumentParser:

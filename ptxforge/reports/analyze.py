@@ -14,13 +14,19 @@ ptxforge knows it; else sm_80, with a note), without ``block`` each kernel's own
 JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
 
     schema, file, arch, arch_source, block_size, dynamic_shared, compiled, backend, tool,
-    ptx_version, ptx_target, notes: [str], kernels: [KERNEL]
+    tool_version, mode, ptx_version, ptx_target, notes: [str], kernels: [KERNEL]
+    (mode: "whole-program", as nvcc and the driver build, or "relocatable", ptxas -c;
+     null when not compiled)
     KERNEL = {name, demangled, entry, instructions, vregs: {type: n}, declared: {type: n},
               mix: {by_family, by_opcode, groups, selp},
               estimate: {registers, predicates, utilization, over_limit, local_array_bytes,
                          peak_index, peak_instruction, peak_count, by_class, values_total,
                          values: [VALUE], by_source: [SOURCE], by_function: [FUNCTION],
                          by_callsite: [CALLSITE]},
+              prediction: {registers, low, high, model,
+                           components: [{name, registers, detail}]}
+                          (ptxas's whole-program count predicted from the PTX; the
+                           components add up to registers; docs/prediction.md)
               ptxas: {registers, utilization, spill_stores, spill_loads, stack, stack_known,
                       local_array_bytes, shared, constant_bank0, param_bytes, barriers,
                       register_cap, register_cap_source, register_cap_note,
@@ -57,22 +63,26 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import attrs
 
 from ptxforge.analysis.gc_pause import gc_paused
 from ptxforge.analysis.mix import InstructionMix, instruction_mix
 from ptxforge.analysis.pressure import PressureReport, analyze_pressure
+from ptxforge.analysis.prediction import Prediction, predict_registers
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
 from ptxforge.ptx.parse import parse
-from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
 
 from .analyze_text import render_kernel, render_module
+
+if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
+    from ptxforge.toolchain.compile import CompileOptions, KernelStats
 from .estimate import Comparison, Estimate, compare_with_ptxas
+from .names import match_kernels
 from .peak import display_name, full_name, peak_groups
 from .resources import (
     DEFAULT_BLOCK,
@@ -164,6 +174,8 @@ class KernelAnalysis:
     param_bytes: Optional[int] = None      # of which kernel parameters (the cubin)
     stats_note: Optional[str] = None
     callers: tuple = ()                    # for a .func: the functions that call it
+    mode_note: Optional[str] = None        # relocatable vs whole-program (toolchain.modes)
+    prediction: Optional[Prediction] = None  # ptxas's count predicted from the PTX
 
     @property
     def estimate(self) -> Estimate:
@@ -219,6 +231,8 @@ class KernelAnalysis:
             out.append(text)
         if self.comparison is not None:
             out += self.comparison.notes(general=False)
+        if self.mode_note:
+            out.append(self.mode_note)
         return tuple(out)
 
     def to_dict(self, top: int = 10) -> dict:
@@ -264,6 +278,7 @@ class KernelAnalysis:
                          "by_source": [g.to_dict() for g in cut(p.by_source)],
                          "by_function": [g.to_dict() for g in cut(self.groups("function"))],
                          "by_callsite": [g.to_dict() for g in cut(self.groups("callsite"))]},
+            "prediction": None if self.prediction is None else self.prediction.to_dict(),
             "ptxas": ptxas,
             "occupancy": occ,
             "notes": list(self.notes()),
@@ -300,6 +315,8 @@ class ModuleAnalysis:
     notes: tuple = ()
     dynamic_shared: int = 0
     tool: Optional[str] = None       # the compiler that ran: "nvJitLink 13.5", "ptxas 12.9 (…)"
+    tool_version: Optional[str] = None   # "13.5"
+    mode: Optional[str] = None           # "whole-program" or "relocatable" (None: not compiled)
 
     def kernel(self, name: str) -> KernelAnalysis:
         """The analysis of kernel ``name`` (PtxforgeError listing the names otherwise)."""
@@ -314,7 +331,8 @@ class ModuleAnalysis:
         return {"schema": SCHEMA, "file": self.file, "arch": self.arch,
                 "arch_source": self.arch_source, "block_size": self.block_size,
                 "dynamic_shared": self.dynamic_shared, "compiled": self.compiled,
-                "backend": self.backend, "tool": self.tool, "ptx_version": self.ptx_version,
+                "backend": self.backend, "tool": self.tool, "tool_version": self.tool_version,
+                "mode": self.mode, "ptx_version": self.ptx_version,
                 "ptx_target": self.ptx_target, "notes": list(self.notes),
                 "kernels": [k.to_dict(top) for k in self.kernels]}
 
@@ -322,10 +340,11 @@ class ModuleAnalysis:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(top), indent=indent, ensure_ascii=False)
 
-    def to_text(self, top: int = 10, by: str = "line") -> str:
+    def to_text(self, top: int = 10, by: str = "line", summary: bool | None = False) -> str:
         """The ``analyze`` text report: a header and one section per kernel; ``by`` groups
-        the values live at the peak by ``"line"``, ``"function"`` or ``"callsite"``."""
-        return render_module(self, top, by)
+        the values live at the peak by ``"line"``, ``"function"`` or ``"callsite"``;
+        ``summary=True`` gives one line per kernel (None: so above 20 kernels, with a note)."""
+        return render_module(self, top, by, summary)
 
 
 def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file: str) -> list:
@@ -336,13 +355,9 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
         if not chosen:
             raise PtxforgeError(f"{file}: no kernel or function with a body to analyse")
         return chosen
-    wanted = [kernel] if isinstance(kernel, str) else list(dict.fromkeys(kernel))
+    # mangled, demangled or an unambiguous prefix (ptxforge.reports.names)
     by_name = {k.name: k for k in bodies}
-    missing = [n for n in wanted if n not in by_name]
-    if missing:
-        raise PtxforgeError(f"no kernel named {missing[0]!r} in {file}; it has: "
-                            f"{', '.join(by_name) or 'none'}")
-    return [by_name[n] for n in wanted]
+    return [by_name[n] for n in match_kernels(list(by_name), kernel, file)]
 
 
 def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
@@ -400,13 +415,19 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
         raise PtxforgeError(f"dynamic shared memory must be an int >= 0 bytes, got "
                             f"{dynamic_shared!r}")
     chosen = _select(module, kernel, file)
-    compiled, by_name, banks = None, {}, {}
+    compiled, by_name, banks, mode_notes = None, {}, {}, {}
     if compile:
+        from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+        from ptxforge.toolchain.modes import prune_to, relocatable_notes
+
+        options = prune_to(options or CompileOptions(), chosen, module)
         compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
                                options=options, isolate=isolate)
         by_name = {s.name: s for s in compiled.kernels}
         banks = _constant_banks(compiled)
-    out = []
+        if compiled.mode == "relocatable":
+            mode_notes = relocatable_notes(compiled, module if ptx is None else ptx, tgt)
+    out, funcs = [], None
     unknown = unknown_arch_reason(tgt)
     for k in chosen:
         mix = instruction_mix(k)
@@ -419,7 +440,10 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
             if k.is_entry:
                 stats = by_name.get(k.name)
             else:
-                stats, stats_note = function_stats(compiled, k.name, local)
+                funcs = funcs or _function_build(compiled, module if ptx is None else ptx, tgt)
+                stats, stats_note = function_stats(funcs, k.name, local)
+                if funcs is not compiled:
+                    stats_note = "; ".join(n for n in (stats_note, _FUNC_NOTE) if n)
         cb0, params = None, None
         if stats is not None:
             cb0 = getattr(stats, "constant_bank0", None)
@@ -447,15 +471,37 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
             cliffs = cliffs_at(occ.registers, threads, tgt, **kw, **lim)
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
                                   occ_est, cliffs, k, note, block_source, dynamic_shared, local,
-                                  cb0, params, stats_note, callers))
+                                  cb0, params, stats_note, callers, mode_notes.get(k.name),
+                                  predict_registers(k, live_units=pressure.peak.units)))
     note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
     notes = tuple(n for n in (arch_note, note) if n)
+    notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse
     tool = (compiled.tool or None) if compiled is not None else None
     return ModuleAnalysis(file, tgt, DEFAULT_BLOCK if block is None else block,
                           compiled is not None,
                           compiled.backend if compiled is not None else None,
                           module.version, module.target, tuple(out), arch_source, notes,
-                          dynamic_shared, tool)
+                          dynamic_shared, tool,
+                          compiled.tool_version_text if compiled is not None else None,
+                          compiled.mode if compiled is not None else None)
+
+
+_FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "
+              "whole-program ptxas folds it into the kernels that call it")
+
+
+def _function_build(compiled, source, tgt):
+    """The build that has a ``.func``'s own figures: ``compiled`` itself when relocatable,
+    else a relocatable, linked build (nvJitLink; ptxas -c when nvJitLink refuses the target)."""
+    if compiled.mode == "relocatable" or compiled.backend == "driver":
+        return compiled
+    from ptxforge.toolchain.compile import compile_ptx
+
+    opts = attrs.evolve(compiled.options, relocatable=True, entries=())
+    try:
+        return compile_ptx(source, tgt, backend="nvjitlink", options=opts, isolate=True)
+    except PtxforgeError:
+        return compile_ptx(source, tgt, backend=compiled.backend, options=opts)
 
 
 def _is_cubin(data) -> bool:
@@ -466,12 +512,14 @@ def _is_cubin(data) -> bool:
 
 def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
                 target: Optional[Union[str, int]] = None, block: Optional[int] = None,
-                compile: bool = True, **kwargs) -> ModuleAnalysis:
+                compile: bool = True, strict: bool = True, **kwargs) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
     Raises :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX,
     and a PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given
-    a cubin.
+    a cubin.  ``strict=False`` (the CLI's ``--lenient``) turns the parser's strict checks
+    (unknown opcode or modifier, undeclared register, wrong register class, missing label)
+    into warnings listed in the module's ``notes``.
     """
     if _is_cubin(text):
         raise PtxforgeError(f"{filename} is a cubin (ELF), not PTX: analyse it with "
@@ -480,6 +528,6 @@ def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     with gc_paused():
-        module = parse(text, filename)
+        module = parse(text, filename, strict=strict)
         return analyze_module(module, target, block, compile, ptx=text, file=filename, **kwargs)
 

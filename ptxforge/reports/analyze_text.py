@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from ptxforge._text import cap_list as _cap_list
 from ptxforge._text import clip as _clip
 from ptxforge._text import plural as _plural
+from ptxforge._text import short_loc as _short_loc
+from ptxforge._text import short_path as _short_path
 from ptxforge._text import table
 
+from .names import short_labels
 from .peak import display_name
 from .resources import stack_text
 
@@ -16,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .occupancy_sweep import OccupancyReport
 
 __all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "cliff_line",
-           "render_kernel", "render_module", "render_occupancy"]
+           "prediction_lines", "render_kernel", "render_module", "render_occupancy"]
 
 #: The instruction counts of the seeds' hand-made tables: (label, prefixes summed).
 KEY_ROWS = (
@@ -24,6 +29,7 @@ KEY_ROWS = (
     ("selp", ("selp",)),
     ("setp", ("setp",)),
     ("ld.global", ("ld.global",)),
+    ("cp.async global→shared", ("cp.async.global_to_shared",)),
     ("st.global", ("st.global",)),
     ("ld.shared", ("ld.shared",)),
     ("st.shared", ("st.shared",)),
@@ -112,8 +118,8 @@ def _resources_title(k: "KernelAnalysis") -> str:
     op = k.occupancy
     if not k.is_entry:
         return (f"resources ({k.arch}; a .func is not launched: no block size"
-                + ("; ptxas: no code for this function" if k.stats_note else
-                   "" if k.stats else "; ptxas not run") + "):")
+                + ("" if k.stats else "; ptxas: no code for this function" if k.stats_note
+                   else "; ptxas not run") + "):")
     text = f"resources ({k.arch}, {k.block_size} threads/block"
     if k.block_source in _SOURCES:
         text += f" from {_SOURCES[k.block_source]}"
@@ -203,8 +209,8 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
     if by == "line":
         groups = _cut(p.by_source, top)
         if groups and any(g.file is not None for g in p.by_source):
-            rows = [(g.units, g.count, g.loc + (f" ({display_name(g.function)})"
-                                                if g.function else ""),
+            rows = [(g.units, g.count, _short_loc(g.loc + (f" ({display_name(g.function)})"
+                                                           if g.function else ""), 56),
                      _clip(", ".join(g.names), 40)) for g in groups]
             return ["", f"live at the peak by source line ({len(groups)} of "
                         f"{len(p.by_source)}):",
@@ -218,6 +224,20 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
             for g in groups]
     return ["", f"live at the peak by {_BY_HEADING[by]} ({len(groups)} of {len(all_groups)}):",
             *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1})]
+
+
+def prediction_lines(pred, live: int, ptxas=None) -> list:
+    """The prediction of ptxas's count and its components, beside the live count (and
+    ptxas's count when compiled); [] without a prediction."""
+    if pred is None:
+        return []
+    beside = f"; live count {live}" + (f"; ptxas {ptxas} ({ptxas - pred.registers:+d})"
+                                       if ptxas is not None else "")
+    rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, _clip(c.detail, 80))
+            for k, c in enumerate(pred.components)]
+    return [f"predicted ptxas count: {pred.registers} registers (likely {pred.low}-{pred.high})"
+            f"{beside}; {pred.model}",
+            *table(("registers", "component", "why"), rows, {0})]
 
 
 def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
@@ -243,6 +263,7 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
         over = k.over_limit if s is None else 0
         lines.append("  " + cliff_line(k.cliffs, over)
                      + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
+    lines += prediction_lines(k.prediction, k.pressure.peak.units, s.registers if s else None)
     if k.over_limit:
         lines.append(f"warning: {k.notes()[0]}")
     cmp = k.comparison
@@ -297,13 +318,37 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
             src = v.loc or "?"
             if v.function:
                 src += f" ({display_name(v.function)})"
+            src = _short_loc(src, 48)
             rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
                          _clip(v.def_text or "(never defined)", 44)))
         lines += table(("value", "type", "units", "def", "last use", "live", "source",
                         "definition"), rows, {2, 3, 4, 5})
     if p.values:
         lines += _peak_groups(k, top, by)
+    lines += _timeline_and_loops(k, top)
     return "\n".join(lines) + "\n"
+
+
+def _timeline_and_loops(k: "KernelAnalysis", top: int, width: int = 72) -> list:
+    """The sparkline of the live count per instruction and the per-loop table."""
+    r = k.pressure
+    n = len(r.timeline)
+    if not n:
+        return []
+    step = max(1, -(-n // width))
+    out = ["", f"timeline (live units per instruction, {_plural(step, 'instruction')} per "
+               f"column, the most of each; peak {r.peak.units} at {r.peak.index}):",
+           "  " + r.sparkline(width)]
+    if r.loops:
+        loops = _cut(r.loops, top)
+        out += ["", f"loops ({len(loops)} of {len(r.loops)}; live-in: units live on entry; "
+                    "carried: redefined in the loop):"]
+        rows = [(lp.name, lp.depth, len(lp.blocks), lp.live_in, lp.carried, lp.peak,
+                 lp.peak_index, _clip(", ".join(v.name for v in lp.values), 30))
+                for lp in loops]
+        out += table(("header", "depth", "blocks", "live-in", "carried", "peak", "at",
+                      "longest-lived at its peak"), rows, {1, 2, 3, 4, 5, 6})
+    return out
 
 
 _ARCH_SOURCES = {"given": "", "target": " (from .target)", "default": " (default)"}
@@ -313,22 +358,30 @@ def _header(m: "ModuleAnalysis") -> list:
     own = [k for k in m.kernels if k.block_source in _SOURCES]
     blocks = f"{m.block_size} threads/block"
     if own:
-        blocks += (" (" + ", ".join(f"{display_name(k.name)}: {k.block_size}, "
-                                    f"{_SOURCES[k.block_source]}" for k in own) + ")")
-    head = (f"{m.file}: PTX {m.ptx_version} for {m.ptx_target}; analysed for {m.arch}"
+        blocks += (" (" + _cap_list([f"{display_name(k.name)}: {k.block_size}, "
+                                     f"{_SOURCES[k.block_source]}" for k in own], 3) + ")")
+    head = (f"{_short_path(m.file, 40)}: PTX {m.ptx_version} for {m.ptx_target}; "
+            f"analysed for {m.arch}"
             f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
             + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
-            + "; " + (_tool(m) if m.compiled else "ptxas not run"))
+            + "; " + (_short_tool(_tool(m)) if m.compiled else "ptxas not run"))
+    # one line (tests and scripts read it whole): the parts that grow are shortened instead
     return [head] + [f"note: {n}" for n in m.notes]
+
+
+def _short_tool(text: str) -> str:
+    """``ptxas 13.5 (/very/long/path/bin/ptxas)`` with the path shortened from the left."""
+    return re.sub(r"\((/[^)]*)\)", lambda mt: f"({_short_path(mt.group(1), 24)})", text)
 
 
 def _tool(m: "ModuleAnalysis") -> str:
     """``ptxas via nvjitlink (nvJitLink 13.5)`` or ``ptxas 12.9 (/path/to/ptxas)``."""
+    mode = f", {m.mode}" if getattr(m, "mode", None) else ""
     if not m.tool:
-        return f"ptxas via {m.backend}"
+        return f"ptxas via {m.backend}{mode}"
     if m.tool.startswith("ptxas"):
-        return m.tool
-    return f"ptxas via {m.backend} ({m.tool})"
+        return m.tool + mode
+    return f"ptxas via {m.backend} ({m.tool}){mode}"
 
 
 def _stack_cell(k: "KernelAnalysis"):
@@ -337,14 +390,22 @@ def _stack_cell(k: "KernelAnalysis"):
     return f"{k.local_bytes} (PTX)" if k.local_bytes else None
 
 
-def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line") -> str:
-    """The ``analyze`` report: header, a summary row per kernel, then each kernel."""
+#: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all).
+SUMMARY_ABOVE = 20
+
+
+def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",
+                  summary: bool | None = False) -> str:
+    """The ``analyze`` report: header, a summary row per kernel, then each kernel
+    (``summary=True``: the rows only; None: the rows only above :data:`SUMMARY_ABOVE`
+    kernels, with a note saying so)."""
     lines = [*_header(m), ""]
     rows, why = [], []
-    for k in m.kernels:
+    labels = short_labels([display_name(k.name) for k in m.kernels], 40)
+    for k, name in zip(m.kernels, labels):
         s, o = k.stats, k.occupancy
-        name = _clip(display_name(k.name), 40)
         rows.append((name, k.mix.instructions, k.pressure.peak.units,
+                     None if k.prediction is None else k.prediction.registers,
                      s.registers if s else None,
                      f"{s.spill_stores}/{s.spill_loads}" if s else None,
                      _stack_cell(k), "n/a" if o is None else o.active_blocks,
@@ -357,10 +418,17 @@ def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line") -> str:
             why.append(f"  {name}: occupancy n/a: {k.occupancy_note}")
         elif o is not None and not o.launchable:
             why.append(f"  {name}: cannot launch at {k.block_size} threads/block: {o.reason}")
-    lines += table(("kernel", "instructions", "estimate", "ptxas", "spill st/ld", "stack",
+    lines += table(("kernel", "instructions", "estimate", "predicted", "ptxas", "spill st/ld",
+                    "stack",
                     "blocks/SM", "occupancy"), rows)
     lines += why
+    auto = summary is None and len(m.kernels) > SUMMARY_ABOVE
+    if auto:
+        lines.append(f"note: {len(m.kernels)} kernels, so one line each (more than "
+                     f"{SUMMARY_ABOVE}); --full prints every kernel, --kernel NAME one")
     out = "\n".join(lines) + "\n"
+    if summary or auto:
+        return out
     for k in m.kernels:
         out += "\n" + render_kernel(k, top, by)
     return out

@@ -2,7 +2,7 @@
 
 JSON of the sweep (``"schema": "ptxforge.sweep/1"``)::
 
-    schema, file, arch, block_size, dynamic_shared, backend,
+    schema, file, arch, block_size, dynamic_shared, backend, tool, tool_version, mode,
     kernels: [KERNEL + {sweep: {kernel, target, block_size, backend, …, notes: [str],
                                 rows: [ROW]}}]
     ROW = {cap, registers, spill_stores, spill_loads, stack, blocks_per_sm, occupancy,
@@ -35,12 +35,14 @@ from ptxforge.arch.occupancy import (
     occupancy,
     register_cliffs,
 )
+from ptxforge._text import wrap
 from ptxforge.errors import PtxforgeError
 
 from .analyze_text import render_occupancy
 
-__all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "OccupancyReport", "SweepReport",
-           "occupancy_report", "sweep_report", "cap_notes"]
+__all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "ROW_LEGEND", "CapChoice", "OccupancyReport",
+           "SweepReport", "cap_notes", "occupancy_report", "recommend_cap",
+           "recommendation_lines", "sweep_report"]
 
 SWEEP_SCHEMA = "ptxforge.sweep/1"
 #: The lowest --maxrregcount ptxas honours: a smaller cap is raised to it (measured with
@@ -123,6 +125,86 @@ def cap_notes(sweep) -> tuple:
     return tuple(out)
 
 
+@attrs.frozen(slots=True)
+class CapChoice:
+    """A recommended register cap: ``cap`` None means no cap (the uncapped compile);
+    ``spill`` is spill stores + loads in bytes; ``budget`` the spill budget it was chosen under
+    (0: no spills allowed)."""
+
+    cap: Optional[int]
+    registers: int
+    occupancy: float
+    blocks_per_sm: int
+    spill: int
+    budget: int
+
+    def to_dict(self) -> dict:
+        return {"cap": self.cap, "registers": self.registers,
+                "occupancy": round(self.occupancy, 6), "blocks_per_sm": self.blocks_per_sm,
+                "spill_bytes": self.spill, "budget": self.budget}
+
+    def text(self) -> str:
+        """One sentence: the cap, what it gives, under which budget."""
+        cap = "no cap" if self.cap is None else f"--maxrregcount={self.cap}"
+        how = ("with no spills" if self.budget == 0 else
+               f"with {self.spill} bytes of spills (budget {self.budget})")
+        return (f"{cap}: {self.registers} registers, {self.blocks_per_sm} blocks/SM, "
+                f"{self.occupancy * 100:.1f}% occupancy {how}")
+
+
+def recommend_cap(sweep, spill_budget: int = 0) -> Optional[CapChoice]:
+    """The row of ``sweep`` with the most occupancy whose spill bytes (stores + loads) are at
+    most ``spill_budget``; among equal occupancy the uncapped compile, then the one with the
+    most registers.  None when no row compiled with a known occupancy.
+
+    Example::
+
+        >>> from ptxforge.toolchain.sweep import Sweep, SweepRow
+        >>> rows = (SweepRow(None, 90, 0, 0, 0, 2, 0.5, ("registers",)),
+        ...         SweepRow(64, 64, 0, 0, 0, 3, 0.75, ("registers",)),
+        ...         SweepRow(40, 40, 48, 48, 48, 4, 1.0, ("warps",)))
+        >>> s = Sweep("k", "sm_80", 256, "ptxas", rows)
+        >>> recommend_cap(s).cap, recommend_cap(s, spill_budget=128).cap
+        (64, 40)
+    """
+    best = None
+    for r in sweep.rows:
+        if getattr(r, "status", "ok") != "ok" or r.registers is None or r.occupancy is None:
+            continue
+        spill = (r.spill_stores or 0) + (r.spill_loads or 0)
+        if spill > spill_budget or not r.blocks_per_sm:
+            continue
+        key = (r.occupancy, r.cap is None, r.registers, r.cap or 0)
+        if best is None or key > best[0]:
+            best = (key, CapChoice(r.cap, r.registers, r.occupancy, r.blocks_per_sm, spill,
+                                   spill_budget))
+    return None if best is None else best[1]
+
+
+def recommendation_lines(sweep, spill_budget: int = 0) -> tuple:
+    """The sweep's closing sentences: the cap with the most occupancy and no spills, and
+    (when it gives more) the most occupancy with spills within ``spill_budget`` bytes."""
+    clean = recommend_cap(sweep, 0)
+    if clean is None:
+        return ("recommended cap: none (no compile with a known occupancy)",)
+    out = [f"recommended cap (most occupancy, no spills): {clean.text()}"]
+    if spill_budget > 0:
+        spilly = recommend_cap(sweep, spill_budget)
+        if spilly is not None and spilly.occupancy > clean.occupancy:
+            out.append(f"with up to {spill_budget} spill bytes: {spilly.text()}")
+        else:
+            out.append(f"with up to {spill_budget} spill bytes: no cap gains occupancy "
+                       "within the budget")
+    return tuple(out)
+
+
+#: What the columns of a sweep row mean (printed under each table).
+ROW_LEGEND = ("each row is one compile at --maxrregcount=cap (none: uncapped): regs is what "
+              "ptxas used, spill st/ld the bytes per thread it stored to and loaded from "
+              "local memory, blocks/SM and occupancy follow from regs at the block size, "
+              "limited by names the resource that stops one more block")
+
+
 def _row_dict(row) -> dict:
     d = row.to_dict()
     limiting = list(d.get("limiting", getattr(row, "limiting", ())))
@@ -138,6 +220,7 @@ class SweepReport:
 
     analysis: object       # the ModuleAnalysis of the uncapped compile
     sweeps: tuple          # one ptxforge.toolchain.sweep.Sweep per kernel of ``analysis``
+    spill_budget: int = 0  # spill bytes the second recommendation may spend
 
     def to_dict(self, top: int = 10) -> dict:
         """JSON-ready dict (keys in the module docstring)."""
@@ -147,10 +230,15 @@ class SweepReport:
             sw = s.to_dict()
             sw["rows"] = [_row_dict(r) for r in s.rows]
             sw["notes"] = list(sw.get("notes", ())) + list(cap_notes(s))
+            clean, spilly = recommend_cap(s, 0), recommend_cap(s, self.spill_budget)
+            sw["recommended"] = None if clean is None else clean.to_dict()
+            sw["recommended_with_spills"] = (None if spilly is None or self.spill_budget == 0
+                                             else spilly.to_dict())
             kernels.append({**k.to_dict(top), "sweep": sw})
         return {"schema": SWEEP_SCHEMA, "file": a.file, "arch": a.arch,
                 "block_size": a.block_size, "dynamic_shared": a.dynamic_shared,
-                "backend": a.backend, "kernels": kernels}
+                "backend": a.backend, "tool": a.tool, "tool_version": a.tool_version,
+                "mode": a.mode, "kernels": kernels}
 
     def to_text(self) -> str:
         """The sweep tables, one per kernel, with the liveness estimate beside them."""
@@ -163,6 +251,8 @@ class SweepReport:
             if k.dynamic_shared:
                 text += f"\n{k.dynamic_shared} bytes of dynamic shared memory per block"
             text += "".join(f"\nnote: {n}" for n in cap_notes(s))
+            text += "\n" + "\n".join(wrap(ROW_LEGEND, 100))
+            text += "".join(f"\n{line}" for line in recommendation_lines(s, self.spill_budget))
             text += (f"\nliveness estimate: {k.estimate.registers} registers (32-bit units), "
                      f"{k.estimate.predicates} predicates")
             if k.over_limit:
@@ -175,13 +265,15 @@ def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
                  target: Optional[Union[str, int]] = None, block: Optional[int] = None,
                  caps: Optional[Sequence[int]] = None, kernel: Optional[str] = None,
                  backend: str = "auto", *, only_caps: bool = False,
-                 dynamic_shared: int = 0) -> SweepReport:
+                 dynamic_shared: int = 0, options=None, spill_budget: int = 0,
+                 progress=None) -> SweepReport:
     """Parse, analyse and sweep every selected kernel at the occupancy cliffs of
     :func:`ptxforge.toolchain.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps ``caps``
     alone.  ``arch``/``block`` default as in :func:`~ptxforge.reports.analyze.analyze_module` (the
     PTX's ``.target``, each kernel's ``.reqntid``/``.maxntid``); ``dynamic_shared`` enters
     occupancy.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error
-    that names its functions)."""
+    that names its functions).  ``spill_budget``: spill bytes the second recommended cap may
+    spend (:func:`recommend_cap`); ``progress(i, n, name)`` is called before each kernel."""
     from ptxforge.toolchain.sweep import sweep
 
     from .analyze import analyze_ptx
@@ -191,9 +283,13 @@ def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     a = analyze_ptx(text, filename, target, block, True, kernel=kernel, backend=backend,
-                    dynamic_shared=dynamic_shared)
+                    dynamic_shared=dynamic_shared, options=options)
     chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
-    sweeps = tuple(sweep(text, k.name, a.arch, block_size=k.block_size, caps=chosen,
-                         extra_caps=extra, backend=backend, dynamic_shared=dynamic_shared)
-                   for k in a.kernels)
-    return SweepReport(a, sweeps)
+    sweeps = []
+    for n, k in enumerate(a.kernels):
+        if progress is not None:   # e.g. the CLI's line on a terminal
+            progress(n, len(a.kernels), k.name)
+        sweeps.append(sweep(text, k.name, a.arch, block_size=k.block_size, caps=chosen,
+                            extra_caps=extra, backend=backend, dynamic_shared=dynamic_shared,
+                            options=options))
+    return SweepReport(a, tuple(sweeps), spill_budget)

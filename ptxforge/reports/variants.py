@@ -42,6 +42,7 @@ from typing import Optional, Sequence
 
 import attrs
 
+from ptxforge._text import wrap
 from ptxforge.errors import PtxforgeError
 
 from .analyze import KernelAnalysis, ModuleAnalysis
@@ -118,7 +119,25 @@ class KernelPair:
     def to_dict(self, top: int = 10) -> dict:
         return {"name": self.name, "a": self.a.to_dict(top), "b": self.b.to_dict(top),
                 "rows": [r.to_dict() for r in self.rows],
-                "opcodes": [r.to_dict() for r in self.opcodes]}
+                "opcodes": [r.to_dict() for r in self.opcodes],
+                "warnings": list(self.warnings())}
+
+    def warnings(self) -> tuple:
+        """A sentence when the liveness estimate and ptxas's count move in opposite
+        directions from A to B (the estimate cannot be trusted for this change)."""
+        sa, sb = self.a.stats, self.b.stats
+        if sa is None or sb is None:
+            return ()
+        de = self.b.estimate.registers - self.a.estimate.registers
+        dp = sb.registers - sa.registers
+        if de * dp >= 0:
+            return ()
+        return (f"the estimate and ptxas move in opposite directions: the estimate "
+                f"{'rises' if de > 0 else 'falls'} by {abs(de)} ({self.a.estimate.registers} "
+                f"-> {self.b.estimate.registers}) while ptxas's count "
+                f"{'rises' if dp > 0 else 'falls'} by {abs(dp)} ({sa.registers} -> "
+                f"{sb.registers}): ptxas reordered or rematerialised differently, so judge "
+                "this change by ptxas (or `ptxforge sass`), not by the estimate",)
 
 
 def _meta(m: ModuleAnalysis) -> dict:
@@ -167,6 +186,7 @@ class VariantComparison:
                 group = r.group
                 body.append(r.cells())
             lines += table(("", "A", "B", "Delta", "change"), body)
+            lines += [w for text in p.warnings() for w in wrap("warning: " + text, 100)]
             changed = [r for r in p.opcodes if r.delta]
             shown = changed if top <= 0 else changed[:top]
             if shown:
@@ -215,6 +235,7 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
                  b.pressure.peak.units),
         DeltaRow("estimate", "predicates (estimate)", a.pressure.pred_peak.units,
                  b.pressure.pred_peak.units),
+        *_prediction_rows(a, b),
         DeltaRow("mix", "instructions", a.mix.instructions, b.mix.instructions),
     ]
     types = sorted(set(a.mix.vregs) | set(b.mix.vregs),
@@ -227,6 +248,21 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
         rows += [DeltaRow("selp", f"selp: {label.strip()}", selp_value(a.mix.selp, attr),
                           selp_value(b.mix.selp, attr)) for label, attr in SELP_ROWS]
     return tuple(rows)
+
+
+def _prediction_rows(a: KernelAnalysis, b: KernelAnalysis) -> list:
+    """The predicted ptxas count of both and its components (docs/prediction.md)."""
+    pa, pb = a.prediction, b.prediction
+    if pa is None and pb is None:
+        return []
+
+    def part(p, name):
+        return None if p is None else next(
+            (c.registers for c in p.components if c.name == name), 0)
+    names = list(dict.fromkeys(c.name for p in (pa, pb) if p is not None for c in p.components))
+    return [DeltaRow("prediction", "registers (predicted)", pa and pa.registers,
+                     pb and pb.registers),
+            *(DeltaRow("prediction", f"  {n}", part(pa, n), part(pb, n)) for n in names)]
 
 
 def _opcode_rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:

@@ -1,0 +1,226 @@
+"""The SASS-shaped view of a kernel: PTX values that need no register in SASS are taken out.
+
+ptxas keeps many PTX values out of the register file (measured on the corpus SASS with nvdisasm
+13.5, whole-program ptxas 13.5, sm_80; docs/prediction.md has the excerpts):
+
+* **kernel parameters** are read straight from the constant bank at each use
+  (``ISETP.GE.AND P0, PT, R6, c[0x0][0x174], PT``; ``IMAD.WIDE R6, R7, R8, c[0x0][0x160]``);
+* **immediates** and **shared-variable addresses** become instruction operands
+  (``IADD3 R7, R5, 0x8, RZ``; ``STS [R23.X4+0x420], R6``);
+* **cvta.to.global** is a no-op on the generic address of a global pointer;
+* **constant-offset address arithmetic** (``add.s64 %rd9, %rd3, 4096`` used only as an
+  address) folds into the address (``LDG.E R6, [R2.64+0x1000]``);
+* **register copies** (``mov.b32 %r2, %r1``) are coalesced;
+* **special registers** (``%tid.x``, ``%ctaid.y``) are read again (``S2R``) where needed.
+
+:func:`sass_view` returns the kernel with those values rewritten: a value that is free
+everywhere is replaced by an immediate at its uses; a value that must be in a register only
+where it is used as an address (a parameter pointer, a special register) is re-defined right
+before each use, so it is live for one instruction; an alias is renamed to what it aliases.
+Liveness of the view (:func:`ptxforge.analysis.liveness.analyze_liveness`) is the pressure of
+what SASS must hold.
+
+Example::
+
+    >>> from ptxforge.ptx import ir, types as T
+    >>> a, b = ir.Register("%rd1", T.u64), ir.Register("%rd2", T.u64)
+    >>> body = (ir.Instruction("ld.param.u64", (a, ir.Address(ir.Symbol("p"))), 1),
+    ...         ir.Instruction("cvta.to.global.u64", (b, a), 1),
+    ...         ir.Instruction("st.global.u32", (ir.Address(b), ir.Immediate(1))),
+    ...         ir.Instruction("ret"))
+    >>> v = sass_view(ir.Kernel("k", body=body))
+    >>> [i.opcode for i in v.kernel.instructions], v.folded
+    (['mov.b64', 'st.global.u32', 'ret'], {'parameter': 1, 'alias': 1})
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
+
+import attrs
+
+from ptxforge.ptx import ir
+
+__all__ = ["SassView", "sass_view", "fold_kind"]
+
+_ZERO = ir.Immediate(0)
+#: Opcode families whose operands may be an address that a constant offset folds into.
+_MEMORY = frozenset({"ld", "st", "atom", "red", "prefetch", "ldu", "cp", "ldmatrix",
+                     "stmatrix", "wmma"})
+
+
+@attrs.frozen(slots=True)
+class SassView:
+    """A kernel rewritten to what SASS holds in registers, and what was folded, by kind."""
+
+    kernel: ir.Kernel
+    folded: dict
+
+
+def _single_source(inst: ir.Instruction):
+    ops = inst.operands
+    return ops[1] if inst.ndefs == 1 and len(ops) == 2 else None
+
+
+def fold_kind(inst: ir.Instruction) -> Optional[str]:
+    """Why ``inst``'s result needs no register of its own, or None.
+
+    ``"parameter"`` (``ld.param`` of a kernel parameter), ``"immediate"`` (a move of a
+    literal or of a variable's address), ``"special"`` (a move of a special register),
+    ``"alias"`` (``cvta.to.global``, a register copy).
+
+    Example::
+
+        >>> from ptxforge.ptx import ir, types as T
+        >>> fold_kind(ir.Instruction("mov.u32", (ir.Register("%r1", T.u32), ir.Immediate(4)), 1))
+        'immediate'
+    """
+    if inst.guard is not None or inst.ndefs != 1:
+        return None
+    fam = inst.family
+    src = _single_source(inst)
+    if src is None:
+        return None
+    dst = inst.operands[0]
+    if not isinstance(dst, ir.Register) or dst.type.is_pred:
+        return None
+    if fam == "ld" and inst.opcode.startswith("ld.param") and isinstance(src, ir.Address) \
+            and isinstance(src.base, ir.Symbol):
+        return "parameter"
+    if fam == "mov":
+        if isinstance(src, (ir.Immediate, ir.Symbol)):
+            return "immediate"
+        if isinstance(src, ir.SpecialReg):
+            return "special"
+        if isinstance(src, ir.Register) and src.units == dst.units and not src.type.is_pred:
+            return "alias"
+    if fam == "cvta" and ".to." in inst.opcode and isinstance(src, ir.Register):
+        return "alias"
+    return None
+
+
+def _offset_fold(inst: ir.Instruction) -> Optional[ir.Register]:
+    """The base register of ``add d, base, imm`` (the candidate for folding into addresses)."""
+    if inst.family != "add" or inst.guard is not None or inst.ndefs != 1:
+        return None
+    ops = inst.operands
+    if len(ops) != 3 or not isinstance(ops[0], ir.Register) or ops[0].type.is_pred:
+        return None
+    if ops[0].units not in (1, 2) or inst.opcode.endswith((".f32", ".f64", ".f16", ".f16x2")):
+        return None
+    if isinstance(ops[1], ir.Register) and isinstance(ops[2], ir.Immediate):
+        return ops[1]
+    return None
+
+
+def _address_only(uses: list) -> bool:
+    """Every use is the base of an address in a memory instruction."""
+    return bool(uses) and all(kind == "address" for kind in uses)
+
+
+def _scan(instructions) -> tuple[Counter, dict]:
+    """Definition counts per register name and, per name, how each use reads it."""
+    ndefs: Counter = Counter()
+    uses: dict = {}
+    for inst in instructions:
+        for r in inst.defs:
+            ndefs[r.name] += 1
+        mem = inst.family in _MEMORY
+        for k, op in enumerate(inst.operands):
+            if k < inst.ndefs and not isinstance(op, ir.Address):
+                continue
+            kind = "address" if mem and isinstance(op, ir.Address) else "value"
+            for r in ir.registers_in(op):
+                uses.setdefault(r.name, []).append(kind)
+        if inst.guard is not None:
+            uses.setdefault(inst.guard.register.name, []).append("value")
+    return ndefs, uses
+
+
+def sass_view(kernel: ir.Kernel, *, kinds=("parameter", "immediate", "special", "alias", "offset")
+              ) -> SassView:
+    """``kernel`` with the values that need no register in SASS rewritten (module docstring);
+    ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
+    ``special``, ``alias``, ``offset``)."""
+    body = kernel.body or ()
+    insts = [s for s in body if isinstance(s, ir.Instruction)]
+    ndefs, uses = _scan(insts)
+    # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
+    plan: dict = {}
+    folded: Counter = Counter()
+    for inst in insts:
+        kind = fold_kind(inst)
+        if kind is None and "offset" in kinds:
+            base = _offset_fold(inst)
+            if base is not None and _address_only(uses.get(inst.operands[0].name, [])):
+                kind = "offset"
+        if kind is None or kind not in kinds:
+            continue
+        dst = inst.operands[0]
+        if ndefs[dst.name] != 1:
+            continue
+        src = _single_source(inst) if kind != "offset" else inst.operands[1]
+        if kind in ("alias", "offset"):
+            while isinstance(src, ir.Register) and plan.get(src.name, ("",))[0] == "alias":
+                src = plan[src.name][1]
+            if isinstance(src, ir.Register) and src.name in plan:
+                # an alias of a free value is free (re-read where it is an address)
+                plan[dst.name] = ("remat", None) if "address" in uses.get(dst.name, []) \
+                    else plan[src.name]
+            elif isinstance(src, ir.Register) and ndefs[src.name] == 1:
+                plan[dst.name] = ("alias", src)
+            else:
+                continue
+        elif kind == "special":
+            plan[dst.name] = ("remat", src)
+        else:
+            plan[dst.name] = ("remat", src) if "address" in uses.get(dst.name, []) \
+                else ("free", None)
+        folded[kind] += 1
+    return SassView(attrs.evolve(kernel, body=tuple(_rewrite(body, plan))), dict(folded))
+
+
+def _rewrite(body, plan: dict):
+    """The body with planned definitions dropped and their uses rewritten."""
+    if not plan:
+        yield from body
+        return
+    serial = 0
+    for stmt in body:
+        if not isinstance(stmt, ir.Instruction):
+            yield stmt
+            continue
+        if stmt.ndefs == 1 and isinstance(stmt.operands[0], ir.Register) \
+                and stmt.operands[0].name in plan:
+            continue
+        remats: list = []
+
+        def sub(op, in_address=False):
+            nonlocal serial
+            if isinstance(op, ir.Register):
+                entry = plan.get(op.name)
+                if entry is None:
+                    return op
+                how, what = entry
+                if how == "alias":
+                    return what
+                if how == "free" and not in_address:
+                    return _ZERO
+                serial += 1
+                fresh = ir.Register(f"{op.name}%remat{serial}", op.type)
+                remats.append(ir.Instruction(f"mov.b{32 * max(op.units, 1)}",
+                                             (fresh, _ZERO), 1))
+                return fresh
+            if isinstance(op, ir.Address) and isinstance(op.base, ir.Register):
+                return ir.Address(sub(op.base, True), op.offset)
+            if isinstance(op, ir.Vector):
+                return ir.Vector(tuple(sub(e, in_address) for e in op.elements), op.style)
+            if isinstance(op, ir.Negated):
+                return op
+            return op
+
+        ops = tuple(op if (k < stmt.ndefs and not isinstance(op, ir.Address)) else sub(op)
+                    for k, op in enumerate(stmt.operands))
+        yield from remats
+        yield attrs.evolve(stmt, operands=ops) if ops != stmt.operands else stmt

@@ -1,0 +1,142 @@
+"""One self-contained HTML page per module: ``ptxforge report``'s register-pressure report.
+
+:func:`html_report` analyses PTX (text, bytes or an ``ir.Module``) or reads a cubin and
+returns the page: per kernel a summary card, the pressure timeline (PTX live count per
+instruction, the SASS live count over it when nvdisasm is there, the peak marked, loops
+shaded), the source view heat-coloured by the most registers live on each line, the
+occupancy cliff chart and, with ``sweep=True``, the register-cap sweep charts; a sortable
+index first when there are several kernels.  The charts are inline SVG written in Python
+(:mod:`.svg`): no script library, no network, the same bytes for the same input.
+See ``docs/report.md``.
+
+Example::
+
+    >>> page = html_report('''.version 8.0
+    ... .target sm_80
+    ... .address_size 64
+    ... .visible .entry k(.param .u64 p)
+    ... {
+    ...     .reg .b64 %rd<3>;
+    ...     ld.param.u64 %rd1, [p];
+    ...     ld.global.u64 %rd2, [%rd1];
+    ...     st.global.u64 [%rd1], %rd2;
+    ...     ret;
+    ... }''', "k.ptx", compile=False)
+    >>> page.count('class="kernel"'), 'data-index="1"' in page
+    (1, True)
+"""
+
+from __future__ import annotations
+
+from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import ir
+
+from .data import cubin_view, kernel_view, ptx_line_numbers, sass_by_instruction
+from .page import render_page
+
+__all__ = ["html_report"]
+
+
+def _sass_series(text: str, analysis, kernels) -> tuple:
+    """``{kernel: (SASS live per PTX instruction, SASS peak)}`` and a note when the SASS
+    could not be read (no nvdisasm, a compile failure)."""
+    from ptxforge.reports.sass import sass_report
+
+    try:
+        rep = sass_report(text, analysis.arch, file=analysis.file)
+    except PtxforgeError as exc:
+        return {}, f"no SASS overlay: {str(exc).splitlines()[0]}"
+    out = {}
+    for k in kernels:
+        try:
+            sk = rep.kernel(k.name)
+        except PtxforgeError:
+            continue
+        lines = ptx_line_numbers(text, k.kernel)
+        out[k.name] = (sass_by_instruction(lines, sk.function), sk.sass_peak)
+    return out, None
+
+
+def _header(a) -> list:
+    tool = (a.tool or a.backend or "ptxas") if a.compiled else "not compiled"
+    return [f"PTX {a.ptx_version} for {a.ptx_target}; analysed for {a.arch}; ptxas: {tool}"]
+
+
+def html_report(source, file: str = "<ptx>", target=None, block=None, *, compile: bool = True,
+                sass: bool = True, sweep: bool = False, caps=None, kernel=None,
+                spill_budget: int = 0, dynamic_shared: int = 0, progress=None,
+                source_dirs=()) -> str:
+    """The report page for ``source`` (PTX text or bytes, an ``ir.Module``, or cubin bytes).
+
+    ``compile`` runs ptxas (registers, spills, stack); ``sass`` also reads the SASS live
+    counts with nvdisasm (a missing nvdisasm only drops the overlay, with a note); ``sweep``
+    compiles each kernel at the register caps of :func:`ptxforge.reports.occupancy_sweep.
+    sweep_report` (plus ``caps``) and recommends a cap (``spill_budget``: spill bytes the
+    second recommendation may spend); ``kernel`` selects kernels as ``--kernel`` does;
+    ``progress(i, n, name)`` is called before each kernel's slow work; ``source_dirs``:
+    folders searched for a source file its ``.loc`` path does not reach (the CLI passes the
+    input file's folder).
+    """
+    if isinstance(source, (bytes, bytearray)) and bytes(source[:4]) == b"\x7fELF":
+        return _cubin_page(bytes(source), file, target, block, kernel, dynamic_shared,
+                           source_dirs)
+    from ptxforge.ptx.emit import emit
+    from ptxforge.ptx.parse import parse
+    from ptxforge.reports.analyze import analyze_module
+    from ptxforge.reports.occupancy_sweep import recommendation_lines
+
+    if isinstance(source, ir.Module):
+        module, text = source, emit(source)
+    else:
+        text = source.decode("utf-8", "replace") if isinstance(source, (bytes, bytearray)) \
+            else source
+        module = parse(text, file)
+    a = analyze_module(module, target, block, compile, kernel=kernel, ptx=text, file=file,
+                       dynamic_shared=dynamic_shared)
+    notes = list(a.notes)
+    overlay: dict = {}
+    if compile and sass:
+        if progress is not None:
+            progress(0, len(a.kernels), "SASS")
+        overlay, note = _sass_series(text, a, a.kernels)
+        if note:
+            notes.append(note)
+    sweeps: dict = {}
+    if sweep:
+        from ptxforge.toolchain.sweep import sweep as run_sweep
+
+        entries = [k for k in a.kernels if k.is_entry]
+        for n, k in enumerate(entries):
+            if progress is not None:
+                progress(n, len(entries), k.name)
+            extra = tuple(caps or ())
+            sweeps[k.name] = run_sweep(text, k.name, a.arch, block_size=k.block_size,
+                                       extra_caps=extra, dynamic_shared=dynamic_shared)
+    views = []
+    for i, k in enumerate(a.kernels):
+        series, peak = overlay.get(k.name, ((), None))
+        sw = sweeps.get(k.name)
+        rec = recommendation_lines(sw, spill_budget) if sw is not None else ()
+        views.append(kernel_view(k, i, sass=series, sass_peak=peak, sweep=sw, recommended=rec,
+                                 source_dirs=source_dirs))
+    return render_page(file, _header(a), views, notes)
+
+
+def _cubin_page(data: bytes, file, target, block, kernel, dynamic_shared, dirs) -> str:
+    from ptxforge.reports.cubin import analyze_cubin
+    from ptxforge.toolchain.sass import sass_liveness
+
+    rep = analyze_cubin(data, file, target, block, kernel=kernel, dynamic_shared=dynamic_shared)
+    notes = []
+    try:
+        sass = sass_liveness(data)
+    except PtxforgeError as exc:
+        sass, notes = None, [f"no SASS liveness: {str(exc).splitlines()[0]}"]
+    views = []
+    for i, ck in enumerate(rep.kernels):
+        if sass is None:
+            continue
+        views.append(cubin_view(ck, sass.function(ck.name), i, dirs, rep.arch))
+    header = [(f"cubin for {rep.arch}: no PTX, so the timeline is the SASS live count "
+              "(nvdisasm) and there is no estimate")]
+    return render_page(file, header, views, notes)

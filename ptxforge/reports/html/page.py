@@ -1,0 +1,221 @@
+"""The HTML page: header, the sortable kernel index, and one section per kernel.
+
+:func:`render_page` writes one self-contained document from :class:`~.data.KernelView`\\ s:
+the stylesheet and script inline (:mod:`.assets`), charts as inline SVG (:mod:`.svg`), no
+``src`` or ``href`` that leaves the page (links are ``#anchors``).
+
+Example::
+
+    >>> html = render_page("demo.ptx", ["sm_80"], [])
+    >>> html.startswith("<!DOCTYPE html>"), "http" in html
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from .assets import SCRIPT, STYLE, heat_color
+from .svg import line_chart
+
+__all__ = ["render_kernel", "render_page"]
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{x * 100:.1f}%"
+
+
+def _v(x) -> str:
+    return "–" if x is None else f"{x:,}" if isinstance(x, int) else escape(str(x))
+
+
+def _card(label: str, value, detail: str = "", cls: str = "") -> str:
+    return (f'<div class="card {cls}"><div class="k">{escape(label)}</div>'
+            f'<div class="v">{value}</div>'
+            + (f'<div class="k">{escape(detail)}</div>' if detail else "") + "</div>")
+
+
+def _cards(v) -> str:
+    cards = []
+    if v.prediction is not None:
+        cards.append(_card("prediction (ptxas registers)", escape(v.prediction)))
+    if v.timeline_of == "PTX":
+        cards.append(_card("live at the peak (estimate)", _v(v.estimate),
+                           f"32-bit units; {v.predicates} predicates"))
+    else:
+        cards.append(_card("SASS peak live", _v(v.estimate),
+                           f"physical GPRs (nvdisasm); {v.predicates} predicates"))
+    if v.ptxas_registers is not None:
+        spills = ("spills: only in ptxas's log" if v.spill_stores is None else
+                  f"spills {v.spill_stores} B st / {v.spill_loads} B ld")
+        cards.append(_card("ptxas registers", _v(v.ptxas_registers),
+                           f"{spills}; stack {v.stack} B", "ptxas"))
+    else:
+        cards.append(_card("ptxas registers", "–", "not compiled"))
+    if v.sass_peak is not None:
+        cards.append(_card("SASS peak live", _v(v.sass_peak), "physical GPRs (nvdisasm)"))
+    if v.occupancy is not None:
+        cards.append(_card("occupancy", _pct(v.occupancy),
+                           f"{v.blocks} blocks/SM at {v.block_size} threads; "
+                           f"limited by {v.limiter or '–'}"))
+    else:
+        cards.append(_card("occupancy", "n/a", v.occupancy_note or ""))
+    if v.is_entry and v.occupancy is not None:
+        down = ("no fewer count gains a block" if v.to_gain is None else
+                f"−{v.to_gain} registers → {v.next_blocks} blocks/SM")
+        up = ("no count up to 255 loses a block" if v.headroom is None else
+              f"+{v.headroom + 1} registers loses a block")
+        cards.append(_card("next register cliff", escape(down), up))
+    return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _timeline(v) -> str:
+    n = len(v.timeline)
+    if not n:
+        return '<p class="note">no instructions</p>'
+    series = [("ptx", v.timeline, "ptx")]
+    if v.sass and any(x is not None for x in v.sass):
+        series.append(("sass", v.sass, "sass"))
+    shades = [(s.start, s.end, f"loop {s.name} (depth {s.depth})") for s in v.loops]
+    peak = None if v.peak_index is None else (v.peak_index, v.timeline[v.peak_index])
+    top = max([x for _, vals, _ in series for x in vals if x is not None] + [1])
+    svg = line_chart(series, shades=shades, peak=peak, y_top=top,
+                     title=f"registers live per instruction: {v.label}",
+                     x_label=f"{v.timeline_of} instruction", y_label="live registers",
+                     chart_id=f"{v.anchor}-timeline")
+    svg = svg.replace('<svg class="chart"', f'<svg class="chart timeline" data-n="{n}" '
+                      f'data-values="{",".join(map(str, v.timeline))}"', 1)
+    what = "PTX live (32-bit units)" if v.timeline_of == "PTX" else "SASS live GPRs"
+    legend = ('<div class="legend"><span><i style="background:var(--ptx)"></i>'
+              f'{what}</span>'
+              + ('<span><i style="background:var(--sass)"></i>SASS live GPRs at the '
+                 'instructions compiled from each PTX line</span>' if len(series) > 1 else "")
+              + ('<span><i style="background:var(--shade)"></i>loops</span>' if shades else "")
+              + (f'<span>● peak {peak[1]} at instruction {peak[0]}: '
+                 f'<code>{escape(v.peak_instruction or "")}</code></span>' if peak else "")
+              + "</div>")
+    return svg + legend
+
+
+def _source(v) -> str:
+    if not v.source:
+        return f'<p class="note">{escape(v.source_note or "no source lines")}</p>'
+    hot = max((s.live for s in v.source if s.live is not None), default=0)
+    cold = min((s.live for s in v.source if s.live is not None), default=0)
+    rows, file = [], None
+    for s in v.source:
+        if s.file != file:
+            file = s.file
+            rows.append(f'<tr class="file"><td colspan="4">{escape(s.file)}</td></tr>')
+        if s.live is None:
+            rows.append(f'<tr><td class="n">{s.line}</td><td class="live"></td>'
+                        f'<td class="mono">{escape(s.text)}</td><td></td></tr>')
+            continue
+        t = 1.0 if hot == cold else (s.live - cold) / (hot - cold)
+        vals = ", ".join(s.values[:12]) + (f" and {len(s.values) - 12} more"
+                                            if len(s.values) > 12 else "")
+        rows.append(f'<tr class="code" data-live="{s.live}" data-line="{s.line}" '
+                    f'style="background:{heat_color(t)}"><td class="n">{s.line}</td>'
+                    f'<td class="live" title="{s.instructions} PTX instructions">{s.live}</td>'
+                    f'<td class="mono">{escape(s.text)}</td>'
+                    f'<td class="vals">{escape(vals)}</td></tr>')
+    note = f'<p class="note">{escape(v.source_note)}</p>' if v.source_note else ""
+    return (note + '<div class="scroll"><table class="src"><thead><tr><th>line</th>'
+            '<th>live</th><th>source</th><th>live at the peak, defined here</th></tr></thead>'
+            "<tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _cliffs(v) -> str:
+    if not v.steps or not v.max_warps:
+        return f'<p class="note">{escape(v.occupancy_note or "no occupancy table")}</p>'
+    # steps: (max registers, blocks), highest count first; draw occupancy for 1..255
+    plateaus = sorted(v.steps)
+    xs, ys = [], []
+    lo = 1
+    for hi, blocks in plateaus:
+        occ = round(100 * blocks * v.warps_per_block / v.max_warps, 1)
+        xs += [lo, hi]
+        ys += [occ, occ]
+        lo = hi + 1
+    marks = [(min(v.estimate, xs[-1]), f"estimate {v.estimate}")]
+    if v.ptxas_registers is not None:
+        marks.append((v.ptxas_registers, f"ptxas {v.ptxas_registers}"))
+    return line_chart([("occupancy", ys, "occ")], xs=xs, marks=marks, y_top=100,
+                      title="occupancy against registers per thread", x_label="registers "
+                      "per thread", y_label="occupancy %", height=200,
+                      chart_id=f"{v.anchor}-cliffs")
+
+
+def _sweep(v) -> str:
+    pts = [p for p in v.sweep if p.cap is not None and p.registers is not None]
+    if not pts:
+        return ""
+    pts.sort(key=lambda p: p.cap)
+    xs = [p.cap for p in pts]
+    charts = [
+        line_chart([("registers", [p.registers for p in pts], "regs")], xs=xs,
+                   title="registers against the cap", x_label="register cap",
+                   y_label="registers", width=380, height=200, chart_id=f"{v.anchor}-sweep-r"),
+        line_chart([("spill bytes", [p.spill_stores for p in pts], "spill")], xs=xs,
+                   title="spill stores against the cap", x_label="register cap",
+                   y_label="spill bytes", width=380, height=200,
+                   chart_id=f"{v.anchor}-sweep-s"),
+        line_chart([("occupancy", [None if p.occupancy is None else round(p.occupancy * 100, 1)
+                                   for p in pts], "occ")], xs=xs, y_top=100,
+                   title="occupancy against the cap", x_label="register cap",
+                   y_label="occupancy %", width=380, height=200,
+                   chart_id=f"{v.anchor}-sweep-o"),
+    ]
+    rec = "".join(f'<p class="note">{escape(r)}</p>' for r in v.recommended)
+    return "<h3>register-cap sweep</h3>" + "".join(charts) + rec
+
+
+def render_kernel(v) -> str:
+    """One kernel's ``<section>``."""
+    kind = ".entry" if v.is_entry else ".func"
+    head = (f'<section class="kernel" id="{v.anchor}" data-name="{escape(v.name)}">'
+            f"<h2>{escape(v.demangled)} <span class=\"muted\">({kind})</span></h2>"
+            + (f'<p class="meta mono">mangled: {escape(v.name)}</p>'
+               if v.demangled != v.name else "")
+            + f'<p class="meta">{v.instructions:,} instructions; {escape(v.arch)}, '
+            f"{v.block_size} threads/block</p>")
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in v.notes)
+    return (head + _cards(v) + notes + "<h3>pressure timeline</h3>" + _timeline(v)
+            + "<h3>source</h3>" + _source(v) + "<h3>occupancy cliffs</h3>" + _cliffs(v)
+            + _sweep(v) + "</section>")
+
+
+def _index(views: Sequence) -> str:
+    head = ("<tr><th>kernel</th><th>instructions</th><th>estimate</th><th>ptxas</th>"
+            "<th>spill bytes</th><th>occupancy</th></tr>")
+    rows = []
+    for v in views:
+        spill = None if v.spill_stores is None else v.spill_stores + (v.spill_loads or 0)
+        rows.append(
+            f'<tr><td data-sort="{escape(v.label)}"><a href="#{v.anchor}">{escape(v.label)}'
+            f"</a></td><td>{v.instructions}</td><td>{v.estimate}</td>"
+            f'<td data-sort="{-1 if v.ptxas_registers is None else v.ptxas_registers}">'
+            f"{_v(v.ptxas_registers)}</td>"
+            f'<td data-sort="{-1 if spill is None else spill}">{_v(spill)}</td>'
+            f'<td data-sort="{-1 if v.occupancy is None else round(v.occupancy, 4)}">'
+            f"{_pct(v.occupancy)}</td></tr>")
+    return (f'<h3>{len(views)} kernels (click a header to sort)</h3><table id="index">'
+            f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def render_page(file: str, header: Sequence[str], views: Sequence,
+                notes: Sequence[str] = ()) -> str:
+    """The whole document: ``header`` lines under the title, the index when there is more
+    than one kernel, then each kernel's section."""
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>ptxforge report: {escape(file)}</title><style>{STYLE}</style></head>",
+             f"<body><h1>Register pressure: {escape(file)}</h1>"]
+    parts += [f'<p class="meta">{escape(h)}</p>' for h in header]
+    parts += [f'<p class="note">note: {escape(n)}</p>' for n in notes]
+    if len(views) > 1:
+        parts.append(_index(views))
+    parts += [render_kernel(v) for v in views]
+    parts.append(f'<div id="hover"></div><script>{SCRIPT}</script></body></html>')
+    return "\n".join(parts) + "\n"

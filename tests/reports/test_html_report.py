@@ -1,0 +1,118 @@
+"""The HTML report (ptxforge.reports.html): self-contained, on PTX, a cubin and a DSL script."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from report_pages import DATA, page_text
+
+from ptxforge.reports.html.data import ptx_line_numbers
+from ptxforge.reports.html.svg import line_chart
+
+# src="…" / href="…" / url(…) values in the page
+_REFS = re.compile(r"""(?:\b(?:src|href)\s*=\s*["']?|url\()\s*([^"'\s>)]*)""", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", ["gemm", "templates", "dsl", "cubin"])
+def test_page_makes_no_external_reference(name):
+    html = page_text(name)
+    refs = _REFS.findall(html)
+    assert bool(refs) == (name != "dsl"), "the index links each kernel (one kernel: no index)"
+    for ref in refs:
+        assert not ref.lower().startswith(("http:", "https:", "//")), ref
+        assert ref.startswith("#"), f"only in-page links expected, got {ref!r}"
+    assert "http:" not in html and "https:" not in html
+    assert "<link" not in html and "@import" not in html
+
+
+def test_pages_show_one_section_per_kernel_and_the_timeline_points():
+    gemm = page_text("gemm")
+    assert gemm.count('class="kernel"') == 2 and 'id="index"' in gemm
+    # one data value per PTX instruction, the peak marker at the analysis's peak
+    from ptxforge.analysis.pressure import analyze_pressure
+    from ptxforge.ptx.parse import parse
+
+    from corpus_util import corpus_ptx
+
+    module = parse(corpus_ptx("gemm", "sm_80", True))
+    for n, k in enumerate(module.kernels):
+        r = analyze_pressure(k)
+        m = re.search(rf'<svg class="chart timeline" data-n="(\d+)" data-values="([^"]*)"'
+                      rf'[^>]*id="k{n}-timeline" data-bucket="1".*?</svg>', gemm)
+        assert m, n
+        assert int(m.group(1)) == len(k.instructions) == r.n_instructions
+        assert [int(x) for x in m.group(2).split(",")] == list(r.timeline.at)
+        assert f'data-index="{r.peak.index}" data-value="{r.peak.units}"' in m.group(0)
+    assert gemm.count('data-series="sass"') >= 2      # the SASS overlay (nvdisasm)
+    single = page_text("dsl")
+    assert 'id="index"' not in single and single.count('class="kernel"') == 1
+
+
+def test_dsl_source_view_shows_the_python_lines_hottest_in_the_loop():
+    html = page_text("dsl")
+    rows = [(int(live), int(line)) for live, line in
+            re.findall(r'data-live="(\d+)" data-line="(\d+)"', html)]
+    text = (DATA / "report_dsl.py").read_text().splitlines()
+    hottest_line = max(rows)[1]
+    assert "kb.ifma(sums[j]" in text[hottest_line - 1]
+    assert "report_dsl.py" in html and "%f10" in html
+
+
+def test_cubin_page_uses_the_sass_timeline():
+    html = page_text("cubin")
+    assert "SASS instruction" in html and html.count('class="kernel"') == 2
+    assert "ptxas registers" in html
+
+
+def test_report_is_deterministic_across_processes():
+    code = ("import sys; sys.path.insert(0, 'tests/support'); import report_pages as r; "
+            "sys.stdout.write(r.page_text('dsl'))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0]) > 5000
+
+
+def test_line_chart_buckets_long_series_and_keeps_the_peak_index():
+    values = list(range(10000))
+    svg = line_chart([("ptx", values, "ptx")], peak=(9999, 9999))
+    points = re.search(r'points="([^"]*)"', svg).group(1).split()
+    assert len(points) == 3334 and 'data-bucket="3"' in svg and 'data-index="9999"' in svg
+
+
+def test_ptx_lines_of_each_instruction_are_found():
+    from ptxforge.ptx.parse import parse
+
+    from corpus_util import corpus_ptx
+
+    text = corpus_ptx("weno", "sm_80", True)
+    k = parse(text).kernels[0]
+    lines = ptx_line_numbers(text, k)
+    src = text.splitlines()
+    assert None not in lines and len(lines) == len(k.instructions)
+    assert all(src[n - 1].strip().startswith(i.opcode.split(".")[0]) or
+               src[n - 1].strip().startswith("@") for n, i in zip(lines, k.instructions))
+
+
+def test_report_cli_writes_the_page(tmp_path, capsys):
+    from cli_util import run
+
+    out = tmp_path / "r.html"
+    code, stdout, err = run(capsys, "report", DATA / "report_dsl.py", "-o", out, "--no-sass")
+    assert code == 0, err
+    assert stdout == ""            # progress goes to a terminal only; nothing on stdout
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "dot8" in html
+    code, _, err = run(capsys, "report", DATA / "report_dsl.py", "--json")
+    assert code == 2 and "--json" in err
+
+
+def test_report_cli_rejects_a_script_without_a_module(tmp_path, capsys):
+    from cli_util import run
+
+    script = tmp_path / "empty.py"
+    script.write_text("x = 1\n")
+    code, _, err = run(capsys, "report", script, "-o", tmp_path / "r.html")
+    assert code == 1 and "expected a top-level `module`" in err and "found nothing" in err

@@ -1,0 +1,54 @@
+"""HTML report pages built once per test session for the report and browser tests.
+
+``page(name)`` writes and returns the path of a report of: ``"gemm"`` (the corpus's sgemm
+kernels, 608 and 1,208 PTX instructions, with -lineinfo and the SASS overlay), ``"templates"``
+(four templated kernels: the index table), ``"dsl"`` (tests/data/report_dsl.py, a DSL script)
+and ``"cubin"`` (gemm compiled to a cubin with line info).
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+from corpus_util import CORPUS_DIR, corpus_ptx
+
+__all__ = ["DATA", "page", "page_text"]
+
+DATA = Path(__file__).parents[1] / "data"
+_DIR = Path(tempfile.mkdtemp(prefix="ptxforge-report-"))
+
+
+@functools.cache
+def page_text(name: str) -> str:
+    """The HTML of report ``name`` (see the module docstring)."""
+    from ptxforge.cli.report import load_python_module
+    from ptxforge.reports.html import html_report
+
+    dirs = (str(CORPUS_DIR),)
+    if name == "gemm":
+        return html_report(corpus_ptx("gemm", "sm_80", True), "gemm.ptx", source_dirs=dirs)
+    if name == "templates":
+        return html_report(corpus_ptx("templates", "sm_80", True), "templates.ptx",
+                           source_dirs=dirs)
+    if name == "dsl":
+        module = load_python_module(str(DATA / "report_dsl.py"))
+        return html_report(module, "report_dsl.py")
+    if name == "cubin":
+        import attrs
+
+        from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+
+        opts = attrs.evolve(CompileOptions(), line_info=True)
+        compiled = compile_ptx(corpus_ptx("gemm", "sm_80", True), "sm_80", options=opts)
+        return html_report(compiled.cubin, "gemm.cubin", source_dirs=dirs)
+    raise KeyError(name)
+
+
+def page(name: str) -> Path:
+    """The report ``name`` written to a file (for the browser)."""
+    path = _DIR / f"{name}.html"
+    if not path.exists():
+        path.write_text(page_text(name), encoding="utf-8")
+    return path
