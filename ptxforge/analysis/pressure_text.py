@@ -106,7 +106,7 @@ def render_text(report: "PressureReport", *, top: int = 20, width: int = 72) -> 
         lines.append(f"basic blocks (top {len(ranked)} by peak):")
         rows = [(b.name, f"{b.start}..{b.end - 1}", b.live_in, b.live_out, b.peak, b.peak_index, b.pred_peak)
                 for b in ranked]
-        lines.extend(_table(("block", "instructions", "live-in", "live-out", "peak", "at", "preds"),
+        lines.extend(_table(("block", "instructions", "live-in", "live-out", "peak", "at", "pred regs"),
                             rows, {2, 3, 4, 5, 6}))
     if r.graph is not None:
         g = r.graph

@@ -23,7 +23,7 @@ from .checks import (
     type_error,
 )
 
-__all__ = ["ArithOps", "SEED_INPLACE"]
+__all__ = ["ArithOps", "SEED_INPLACE", "SETP_SYMBOLS"]
 
 _register_internal(__file__)
 
@@ -92,6 +92,9 @@ def _seed(inplace: str, ty: T.PtxType):
     method.__doc__ = f"trueno-gpu name for ``kb.{inplace}`` on a {ty.ptx} register."
     return method
 
+
+#: setp's comparison symbols and the PTX names they stand for.
+SETP_SYMBOLS = {"<": "lt", "<=": "le", "==": "eq", "!=": "ne", ">=": "ge", ">": "gt"}
 
 #: The trueno-gpu in-place names and the generic ops they map to.
 SEED_INPLACE = {
@@ -300,13 +303,15 @@ class ArithOps:
 
     def setp(self, cmp: str, a, b, *, type=None, combine: Optional[str] = None, c=None,
              both: bool = False, ftz: bool = False, pred=None):
-        """``setp.cmp[.combine].type``: p = a cmp b; with ``combine='and'|'or'|'xor'`` and a
+        """``setp.cmp[.combine].type``: p = a cmp b (``cmp`` a PTX name or one of
+        ``< <= == != >= >``); with ``combine='and'|'or'|'xor'`` and a
         predicate ``c`` (or ``ir.Negated(c)``): p = (a cmp b) op c; with ``both=True`` returns
         ``(p, q)`` where q is the complement (``p|q``).
 
         Example: ``in_range = kb.setp("lt", i, n)``
         """
         loc = caller_loc()
+        cmp = SETP_SYMBOLS.get(cmp, cmp)
         ty, relaxed = self._infer("setp", (a, b), type, loc)
         spec = isa.OPS["setp"]
         if not spec.allows(ty):
@@ -314,8 +319,15 @@ class ArithOps:
                              a if isinstance(a, ir.Register) else ty_reg(ty), loc)
         valid = isa.comparisons_for(ty)
         if cmp not in valid:
+            hint = ""
+            if ty.is_bits and cmp in isa.COMPARISONS:
+                hint = (f"; .bN values compare only for (in)equality: pass type='s{ty.bits}' "
+                        f"(signed) or type='u{ty.bits}' (unsigned)")
+            elif ty.is_signed and cmp in ("lo", "ls", "hi", "hs"):
+                hint = (f"; lo/ls/hi/hs are the unsigned comparisons: use lt/le/gt/ge on "
+                        f"{ty.ptx}, or compare as type='u{ty.bits}'")
             raise BuildError(f"setp: comparison {cmp!r} is not valid for {ty.ptx}; valid: "
-                             f"{', '.join(valid)}{_where(loc)}")
+                             f"{', '.join(valid)} (or < <= == != >= >){hint}{_where(loc)}")
         if (combine is None) != (c is None):
             raise BuildError(f"setp: combine= and c= go together{_where(loc)}")
         if combine is not None and combine not in ("and", "or", "xor"):

@@ -8,8 +8,10 @@ the op is called, so a mistake surfaces as a :class:`~ptxforge.errors.PtxTypeErr
 op, the expected and given types and the user's line, never as a ptxas error.
 
 The checks live in :mod:`ptxforge.dsl.core`; the op families in
-:mod:`ptxforge.dsl.arith`, :mod:`ptxforge.dsl.bits`, :mod:`ptxforge.dsl.memory`
-and :mod:`ptxforge.dsl.warp`; the operand checks in :mod:`ptxforge.dsl.checks`; the opcode table in
+:mod:`ptxforge.dsl.arith`, :mod:`ptxforge.dsl.bits`, :mod:`ptxforge.dsl.memory`,
+:mod:`ptxforge.dsl.warp`, :mod:`ptxforge.dsl.tensor` (mma, ldmatrix, wgmma),
+:mod:`ptxforge.dsl.async_copy` (cp.async, setmaxnreg) and :mod:`ptxforge.dsl.flow` (while_,
+raw); the operand checks in :mod:`ptxforge.dsl.checks`; the opcode table in
 :mod:`ptxforge.ptx.isa`.  See ``docs/builder.md`` for the full reference.
 
 Example::
@@ -34,9 +36,12 @@ from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import emit
 
 from .arith import SEED_INPLACE, ArithOps
+from .async_copy import AsyncCopyOps
 from .bits import BitOps, lop3_lut
 from .core import Array, ParamRef, Value, _assemble, _Core, _register_internal, _where, caller_loc
+from .flow import FlowOps
 from .memory import MemoryOps
+from .tensor import Fragment, TensorOps
 from .warp import SPECIAL_REGISTERS, WarpOps
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "ParamRef",
     "Array",
     "Value",
+    "Fragment",
     "SEED_INPLACE",
     "SPECIAL_REGISTERS",
     "lop3_lut",
@@ -53,7 +59,8 @@ __all__ = [
 _register_internal(__file__)
 
 
-class KernelBuilder(ArithOps, BitOps, MemoryOps, WarpOps, _Core):
+class KernelBuilder(ArithOps, BitOps, MemoryOps, WarpOps, TensorOps, AsyncCopyOps, FlowOps,
+                    _Core):
     """Build one ``.entry`` kernel (or, from :meth:`ModuleBuilder.func`, a ``.func``).
 
     Example::

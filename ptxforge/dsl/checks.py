@@ -178,8 +178,24 @@ def make_immediate(value, ty: T.PtxType, op: str, loc) -> ir.Immediate:
     lo, hi = _int_range(ty)
     if not lo <= value <= hi:
         raise BuildError(f"{op}: immediate {value} is out of range for {ty.ptx} "
-                         f"[{lo}, {hi}]{_where(loc)}")
+                         f"[{lo}, {hi}]{_negative_hint(op, value, ty)}{_where(loc)}")
     return ir.Immediate(value, ty)
+
+
+_OTHER_WAY = {"add": "sub", "iadd": "isub", "sub": "add", "isub": "iadd",
+              "shl": "shr", "ishl": "ishr", "shr": "shl", "ishr": "ishl"}
+
+
+def _negative_hint(op: str, value: int, ty: T.PtxType) -> str:
+    """What to write instead of a negative immediate on an unsigned type."""
+    if value >= 0 or ty.is_signed:
+        return ""
+    other = _OTHER_WAY.get(op)
+    if other is not None and op.lstrip("i") in ("add", "sub"):
+        return f"; to {'subtract' if 'add' in op else 'add'}, use kb.{other}(x, {-value})"
+    if other is not None:
+        return f"; shift amounts are unsigned: shift the other way with kb.{other}(x, {-value})"
+    return f"; for a signed value use type='s{ty.bits}'" if ty.bits >= 16 else ""
 
 
 def fits(reg_t: T.PtxType, op_t: T.PtxType, relaxed: bool) -> bool:

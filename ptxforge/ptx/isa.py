@@ -22,6 +22,7 @@ from typing import Iterable
 
 import attrs
 
+from ptxforge.arch.targets import TARGETS
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BuildError, UnsupportedError
 
@@ -54,13 +55,29 @@ class Requirement:
 
     sm: int = 0
     ptx: tuple = (1, 0)
+    #: For architecture-specific forms (``wgmma`` needs sm_90a): the only target names that
+    #: accept it; empty when any target of SM ``sm`` or newer does.
+    arch: tuple = attrs.field(default=(), repr=False)
 
     def join(self, other: "Requirement") -> "Requirement":
         """The requirement of needing both ``self`` and ``other``."""
-        return Requirement(max(self.sm, other.sm), max(self.ptx, other.ptx))
+        arch = (tuple(a for a in self.arch if a in other.arch) if self.arch and other.arch
+                else self.arch or other.arch)
+        return Requirement(max(self.sm, other.sm), max(self.ptx, other.ptx), arch)
+
+    @property
+    def minimum_target(self) -> str:
+        """The oldest target name that accepts the form (``sm_80``, ``sm_90a``)."""
+        return self.arch[0] if self.arch else f"sm_{self.sm}"
+
+    def accepts(self, target_name: str, sm: int) -> bool:
+        """Does a target (its registry name and SM number) meet this requirement?"""
+        return sm >= self.sm and (not self.arch or target_name in self.arch)
 
     def __str__(self) -> str:
-        return f"sm_{self.sm} and PTX ISA {self.ptx[0]}.{self.ptx[1]}"
+        where = self.minimum_target if len(self.arch) <= 1 else (
+            f"an architecture-specific target ({', '.join(self.arch[:3])}, ...)")
+        return f"{where} and PTX ISA {self.ptx[0]}.{self.ptx[1]}"
 
 
 @attrs.frozen(slots=True)
@@ -111,6 +128,19 @@ def _req(sm: int, ptx: str) -> Requirement:
 def _rules(*rows: tuple) -> tuple:
     """Rules from ``(tokens, sm, ptx)`` rows, tokens space-separated."""
     return tuple(Rule(tuple(tokens.split()), _req(sm, ptx)) for tokens, sm, ptx in rows)
+
+
+def _arch_rule(tokens: str, ptx: str, arch: tuple) -> Rule:
+    """A rule for a form only the targets named in ``arch`` accept (oldest first)."""
+    need = _req(as_target(arch[0]).sm, ptx)
+    return Rule(tuple(tokens.split()), Requirement(need.sm, need.ptx, tuple(arch)))
+
+
+def _variants_from(sm: int) -> tuple:
+    """The registered ``a``/``f`` targets of SM ``sm`` or newer (oldest first): the targets
+    that accept ``setmaxnreg`` (ptxas 13.5 accepts it on sm_90a, sm_100a/f, ... sm_121a/f and
+    refuses sm_90 and sm_100)."""
+    return tuple(t.name for t in TARGETS.values() if t.sm >= sm and t.suffix in ("a", "f"))
 
 
 ROUNDING_FLOAT = ("rn", "rz", "rm", "rp")
@@ -293,6 +323,38 @@ _ROWS = (
     OpSpec("redux", "d, a, mask", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
                                                           "or", "xor"),
            _rules(("", 80, "7.0"))),
+    # tensor cores and asynchronous copies (dsl/tensor.py) -------------------------------
+    # Minimums checked with ptxas 13.5 (sm_72: the CUDA 12.9 ptxas) at the target below
+    # (refused: "Feature '.m16n8k16' requires .target sm_80 or higher") and the one listed.
+    OpSpec("mma", "{d}, {a}, {b}, {c}", (T.f16, T.bf16, T.f32, T.f64, T.s8, T.u8, T.s32),
+           ("sync", "aligned", "m16n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k4",
+            "m8n8k16", "row", "col", "satfinite", "tf32"),
+           _rules(("m8n8k4", 70, "6.4"), ("m8n8k4 f64", 80, "7.0"), ("m8n8k16", 75, "6.5"),
+                  ("m16n8k8", 75, "6.5"), ("m16n8k8 bf16", 80, "7.0"),
+                  ("m16n8k8 tf32", 80, "7.0"), ("m16n8k4", 80, "7.0"), ("m16n8k16", 80, "7.0"),
+                  ("m16n8k32", 80, "7.0")),
+           "D = A * B + C on one warp's fragments (types .dtype.atype.btype.ctype)"),
+    OpSpec("ldmatrix", "{d}, [a]", (T.b16,),
+           ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
+           _rules(("", 75, "6.5")), "load 1, 2 or 4 8x8 b16 matrices from shared memory"),
+    OpSpec("stmatrix", "[a], {b}", (T.b16,),
+           ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
+           _rules(("", 90, "7.8")), "store 1, 2 or 4 8x8 b16 matrices to shared memory"),
+    OpSpec("cp", "[d], [a], size[, [mbar]] | n", (),
+           ("async", "ca", "cg", "shared", "global", "shared::cta", "shared::cluster",
+            "commit_group", "wait_group", "wait_all", "bulk", "bulk_group",
+            "mbarrier::complete_tx::bytes"),
+           _rules(("async", 80, "7.0"), ("async bulk", 90, "8.0")),
+           "asynchronous global -> shared copies and their commit / wait groups"),
+    OpSpec("wgmma", "{d}, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a, "
+           "imm-trans-b] | n", (T.f16, T.bf16, T.f32, T.s32, T.s8, T.u8),
+           ("mma_async", "sync", "aligned", "fence", "commit_group", "wait_group", "tf32")
+           + tuple(f"m64n{n}k{k}" for k in (8, 16, 32) for n in range(8, 257, 8)),
+           (_arch_rule("", "8.0", ("sm_90a",)),),
+           "warpgroup D = A * B (+ D) from shared-memory descriptors, asynchronous"),
+    OpSpec("setmaxnreg", "n", (T.u32,), ("inc", "dec", "sync", "aligned"),
+           (_arch_rule("", "8.0", _variants_from(90)),),
+           "raise or lower this warp's register budget to n (a multiple of 8 in [24, 256])"),
     # control flow ---------------------------------------------------------------------
     OpSpec("bra", "label", (), ("uni",)),
     OpSpec("call", "(ret), func, (args)", (), ("uni",)),
@@ -353,9 +415,9 @@ def check_supported(opcode: str, target: str, op: str = "", where: str = "") -> 
         raise BuildError(f"{name}: ptxas rejects {reason} ({opcode}) on every target{at}")
     need = requirement(opcode)
     tgt = as_target(target)
-    if need.sm > tgt.sm:
+    if not need.accepts(tgt.name, tgt.sm):
         raise UnsupportedError(
-            f"{name}: {opcode} needs {need} (minimum target sm_{need.sm}), "
+            f"{name}: {opcode} needs {need} (minimum target {need.minimum_target}), "
             f"but this kernel targets {target}{at}")
     return need
 

@@ -23,6 +23,7 @@ from ptxforge.ptx import types as T
 
 from .bits import bit_entries
 from .ctx import _NO_IMM, KINDS, REGION_EXTRA, REGION_MEM, REGION_SINK, Entry, _Ctx, _size
+from .tensor_ops import tensor_entries
 
 __all__ = ["Entry", "CATALOGUE", "ENTRIES", "KINDS", "REGION_EXTRA", "REGION_MEM", "REGION_SINK",
            "available_entries", "excluded_entries"]
@@ -516,6 +517,8 @@ def _call(ctx, p, guard):
     args = [ctx.get(ty, p[(k + 1) % 4] + k) for k, ty in enumerate(ptypes)]
     ctx.add(ctx.kb.call(fb, *args, ctx.ptr, uni=bool(p[3] % 2)))
 
+
+_ENTRIES.extend(tensor_entries())
 
 #: Every entry, keyed by name, in catalogue order (simplest first).
 CATALOGUE: dict = {}

@@ -229,3 +229,205 @@ def test_bench_cuda_sgemm_is_the_same_algorithm(target):
     for text in (theirs, old, ours):
         stats = compile_ptx(text, target, backend="nvjitlink")
         assert stats.kernels[0].registers > 0 and not stats.kernels[0].spills
+
+
+# --- the case-study examples: they run without a GPU, and what they print is what ptxas says ---
+
+def _run_example(script: str) -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), "--quick"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "unverified on hardware" in proc.stdout and "lesson:" in proc.stdout
+    return proc.stdout
+
+
+def emit(module) -> str:
+    from ptxforge import emit as emit_ptx
+
+    return emit_ptx(module)
+
+
+def _ptxas(kb, target):
+    from ptxas_exe import ptxas_stats
+
+    module = kb.build()
+    return ptxas_stats(emit(module), target)[module.kernels[0].name]
+
+
+def test_tensor_core_gemm_prints_ptxas_figures():
+    import tensor_core_gemm as ex
+
+    from ptxforge import occupancy
+
+    out = _run_example("tensor_core_gemm.py")
+    for mt, nt in ex.QUICK_TILES:
+        stats = _ptxas(ex.build(mt, nt), ex.TARGET)
+        occ = occupancy(stats.registers, ex.THREADS, ex.TARGET, shared=ex.shared_bytes(mt, nt))
+        row = re.search(rf"^\s*{mt}x{nt}\s+\S+\s+(\d+)\s+\d+\s+(\d+)\s+(\d+)/(\d+)\s+\d+\s+(\d+)",
+                        out, re.M)
+        assert row, out
+        assert int(row.group(1)) == 4 * mt * nt                    # accumulator registers
+        assert (int(row.group(2)), int(row.group(3)), int(row.group(5))) == \
+            (stats.registers, stats.spill_stores, occ.active_blocks)
+    assert "mma.sync.aligned.m16n8k16" in emit(ex.build(1, 2).build())
+    assert "pressure report, warp tile 2x4" in out
+
+
+def test_weno_prints_ptxas_figures_and_fission_crosses_128():
+    import weno as ex
+
+    out = _run_example("weno.py")
+    for variant in ("cascade", "table"):
+        stats = _ptxas(ex.build_single(variant), "sm_80")
+        assert re.search(rf"^\s*{variant}\s+{stats.registers}\s", out, re.M), out
+    mono = _ptxas(ex.build_fission(tuple(range(ex.FIELDS)), "G_mono"), "sm_70")
+    half = _ptxas(ex.build_fission(tuple(range(ex.FIELDS // 2)), "G_first"), "sm_70")
+    assert f"G_mono    ptxas {mono.registers} registers" in out
+    assert f"G_first   ptxas  {half.registers} registers" in out
+    assert mono.registers > 128 >= half.registers          # what the example is about
+    # the cascade variant really is a selp cascade of literal pairs; the table has none
+    assert "selp.f64" in emit(ex.build_single("cascade").build())
+    assert "selp" not in emit(ex.build_single("table").build())
+
+
+def test_weno_coefficients_reconstruct_polynomials_exactly():
+    import weno as ex
+
+    # order r reproduces polynomials of degree r - 1: cell averages of x**(r-1) on the cells
+    # [-3, -2] .. [1, 2] give the value at the interface x = 0 (cell 2 is [-1, 0])
+    for order in ex.ORDERS:
+        deg = order - 1
+        averages = [((j + 1) ** (deg + 1) - j ** (deg + 1)) / (deg + 1) for j in range(-3, 2)]
+        q, beta, d = ex.coefficients(order)
+        assert abs(sum(d) - 1) < 1e-12
+        for s in range(order):
+            value = sum(c * v for c, v in zip(q[s], averages))
+            assert abs(value - (1.0 if deg == 0 else 0.0)) < 1e-12, (order, s, value)
+            assert abs(sum(beta[s])) < 1e-12 or order > 1      # smoothness of a constant is 0
+
+
+def test_ecdlp_prints_ptxas_figures_and_the_calculator_corrects_the_seed():
+    import ecdlp as ex
+
+    from ptxforge import occupancy
+
+    out = _run_example("ecdlp.py")
+    for layout in ex.LAYOUTS:
+        stats = _ptxas(ex.build(layout), ex.TARGET)
+        occ = occupancy(stats.registers, ex.BLOCK, ex.TARGET)
+        assert re.search(rf"^{layout}\s+{stats.registers}\s+\d+\s+{stats.spill_stores}\s+"
+                         rf"{occ.active_blocks}\s", out, re.M), out
+    assert occupancy(51, 256, "sm_86").active_blocks == 4     # the seed claimed 5
+    assert "the seed says 5 blocks, 83%" in out
+
+
+def test_ray_traversal_prints_ptxas_figures():
+    import ray_traversal as ex
+
+    out = _run_example("ray_traversal.py")
+    for depth in ex.QUICK_DEPTHS:
+        for kind in ("local", "registers"):
+            stats = _ptxas(ex.build(kind, depth), ex.TARGET)
+            assert re.search(rf"^{kind}\s+{depth}\s+{4 * depth}\s+{stats.registers}\s+\d+\s+"
+                             rf"{stats.stack_frame}\s+{stats.spill_stores}/", out, re.M), out
+    local = _ptxas(ex.build("local", 32), ex.TARGET)
+    assert local.stack_frame >= 4 * 32                    # the stack lives in the frame
+
+
+# --- the case studies' kernels on the PTX interpreter, bit for bit against Python ------------
+
+def _emulated(kb, name):
+    from ptxforge.launch.loader import load
+
+    return load(kb.build(), device="emulator")[name]
+
+
+def test_ecdlp_kernels_compute_the_point_addition_mod_p():
+    import random
+
+    import ecdlp as ex
+
+    p, mask = ex.P, (1 << 64) - 1
+    limbs = lambda v: [(v >> (64 * i)) & mask for i in range(4)]            # noqa: E731
+    value = lambda row: sum(int(x) << (64 * i) for i, x in enumerate(row))   # noqa: E731
+    rnd = random.Random(3)
+    cases = [[rnd.randrange(p) for _ in range(5)] for _ in range(64)]
+    cases[0][1], cases[0][3] = 0, p - 1                   # y0 - jy borrows
+    cases[1][:] = [p - 1] * 5                             # the largest values
+    pts = np.array([limbs(x0) + limbs(y0) for x0, y0, *_ in cases], np.uint64)
+    jumps = np.array([limbs(jx) + limbs(jy) + limbs(d) for _, _, jx, jy, d in cases], np.uint64)
+
+    def add(x0, y0, jx, jy, dxs):
+        s = (y0 - jy) * dxs % p
+        x3 = (s * s - jx - x0) % p
+        return x3, (s * (x0 - x3) - y0) % p
+
+    for layout in ex.LAYOUTS:
+        out = np.zeros((64, 9), np.uint64)
+        _emulated(ex.build(layout), f"kangaroo_{layout}")(pts, jumps, out, grid=1, block=64)
+        for row, (x0, y0, jx, jy, dxs) in zip(out, cases):
+            x3, y3 = value(row[:4]), value(row[4:8])
+            assert x3 < 1 << 256 and y3 < 1 << 256
+            if layout == "sota":
+                assert (x3 % p, y3 % p) == add(x0, y0, jx, jy, dxs)
+                continue
+            plus, minus = add(x0, y0, jx, jy, dxs), add(x0, y0, jx, (-jy) % p, dxs)
+            assert (x3 % p, y3 % p) == (plus if int(row[8]) == 0 else minus), layout
+
+
+def test_weno_kernels_match_numpy():
+    import weno as ex
+
+    n = 256
+    rng = np.random.default_rng(5)
+    u = rng.standard_normal(n + 4)
+    u[100:110] += 5.0                                          # a jump: the weights matter
+    order = rng.integers(1, 4, n + 4).astype(np.uint32)
+    expected = np.zeros(n + 4)
+    for i in range(2, n + 2):
+        v = u[i - 2:i + 3]
+        q, beta, d = (np.array(x) for x in ex.coefficients(int(order[i])))
+        products = np.array([v[j] * v[m] for j, m in ex.PAIRS])
+        alpha = d / (beta @ products + ex.EPS) ** 2
+        expected[i] = alpha @ (q @ v) / alpha.sum()
+    for variant in ("cascade", "table"):
+        out = np.zeros(n + 4)
+        _emulated(ex.build_single(variant), f"weno5_{variant}")(u, order, out, grid=2, block=128)
+        np.testing.assert_allclose(out[2:n + 2], expected[2:n + 2], rtol=1e-12, atol=1e-14)
+
+
+def test_ray_traversal_stacks_agree_with_a_python_walk():
+    import ray_traversal as ex
+
+    rng = np.random.default_rng(9)
+    count = 400
+    nodes = np.zeros((count, 2), np.uint32)
+    for i in range(count):
+        if 4 * i + 4 < count:
+            nodes[i] = (4 * i + 1, rng.integers(0, 16))
+    rays = np.zeros((64, 4), np.float32)
+    rays[:, 0] = rng.uniform(-50, 50, 64)
+    rays[:, 1] = rng.uniform(0.5, 2.0, 64)
+    rays[:, 2], rays[:, 3] = 0.0, rng.uniform(50, 400, 64)
+
+    def walk(ray, depth):
+        ox, inv, tmin, tmax = (np.float32(x) for x in ray)
+        stack, found, steps = [0], 0, 0
+        while stack and steps < ex.MAX_STEPS:
+            steps += 1
+            first, mask = (int(x) for x in nodes[stack.pop()])
+            found += mask == 0
+            for c in range(ex.CHILDREN):
+                t = np.float32(np.float32(np.float32(first + c) - ox) * inv)
+                if tmin <= t <= tmax and mask >> c & 1 and len(stack) < depth:
+                    stack.append(first + c)
+        return found, steps
+
+    for depth in (4, 8):
+        want = np.array([walk(r, depth) for r in rays], np.uint32)
+        for kind in ("local", "registers"):
+            hits = np.zeros((64, 2), np.uint32)
+            _emulated(ex.build(kind, depth), f"walk_{kind}_{depth}")(nodes, rays, hits, grid=1,
+                                                                     block=64)
+            np.testing.assert_array_equal(hits, want, err_msg=f"{kind} {depth}")
+        assert want[:, 1].max() > 3                              # the walks go somewhere
