@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from kernel_corpus import corpus, ground_truths  # noqa: E402
+from kernel_corpus import corpus, ground_truths
 
-from ptxforge import analyze_pressure, parse  # noqa: E402
-from ptxforge.analysis.prediction import MODEL, predict_registers  # noqa: E402
+from ptxforge import analyze_pressure, parse
+from ptxforge.analysis.prediction import MODEL, predict_registers
 
 SOURCES = ("nvrtc", "triton", "numba")
 

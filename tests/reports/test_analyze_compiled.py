@@ -126,7 +126,8 @@ def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
     (note,) = doc["notes"]
     assert note.startswith("debug PTX ('.target sm_80, debug'") and "compiled at -O0" in note
     text = _text(capsys, ptx["debug"])
-    assert f"; {doc['tool']}, whole-program" in " ".join(text.split())
+    # the header names the tool (its path shortened from the left) and the mode
+    assert re.search(r"; ptxas 13\.\d+ \(\S*ptxas\), whole-program", text.splitlines()[0])
     assert f"note: {note}" in text
     assert _doc(capsys, ptx["calls"])["notes"] == []
 
@@ -141,7 +142,7 @@ def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
     text = with_version(ptx["calls"].read_text(), (8, 0))
     a = analyze_ptx(text, "calls.ptx", backend="ptxas")
     assert a.tool.startswith("ptxas ") and a.tool.endswith(")")
-    assert f"; {a.tool}, whole-program" in " ".join(a.to_text().split())
+    assert re.search(r"; ptxas \d+\.\d+ \(\S*ptxas\), whole-program", a.to_text().splitlines()[0])
 
 
 def test_an_nvjitlink_crash_is_a_one_line_error(tmp_path):

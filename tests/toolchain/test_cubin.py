@@ -242,5 +242,9 @@ def test_call_graph_records():
     chain = info.kernel("call_chain")
     assert chain.callees == ("_Z13fib_recursivei", "_Z6rotate7double2d", "_Z5poly3ffff")
     assert not chain.call_stack_known and info.kernel("call_indirect").call_stack_known
-    k = compile_ptx(nvrtc(CALLS, "calls"), "sm_80").cubin_info().kernel("calls")
+    k = compile_ptx(nvrtc(CALLS, "calls"), "sm_80", backend="nvjitlink").cubin_info().kernel("calls")
     assert (k.frame_size, k.min_stack_size) == (0, 160)
+    # whole-program, the callees' frames are part of the kernel's own frame
+    whole = compile_ptx(nvrtc(CALLS, "calls"), "sm_80")
+    k = whole.cubin_info().kernel("calls")
+    assert k.frame_size == k.min_stack_size == whole["calls"].stack_frame > 0

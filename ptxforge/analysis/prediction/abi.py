@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ptxforge.ptx import ir
 
-__all__ = ["CALL_FLOOR", "PREDICATE_FILE", "has_call", "call_targets"]
+__all__ = ["CALL_FLOOR", "PREDICATE_FILE", "call_targets", "has_call"]
 
 #: The least count of a kernel that calls a function (whole-program ptxas 13.5, sm_80).
 CALL_FLOOR = 24

@@ -4,16 +4,19 @@
 
 1. ``ptx live``: the PTX live count (the most 32-bit units live at once, the estimate);
 2. ``no-register values``: minus what SASS keeps out of registers (parameters read from the
-   constant bank, immediates, ``cvta.to.global``, copies, constant address offsets, special
-   registers read again; :mod:`.view`);
-3. ``load scheduling``: plus what issuing loads early adds (:mod:`.schedule`);
-4. ``predicate overflow``: plus the predicates beyond the 7-entry predicate file (:mod:`.abi`);
-5. ``fixed overhead``: plus 3: ptxas's count is the highest register used + 1 + 2, and R1
+   constant bank, immediates, ``cvta.to.global``, copies, constant address offsets;
+   :mod:`.view`);
+3. ``load scheduling``: plus what issuing loads early adds (:mod:`.schedule`), only while
+   the count stays under the **occupancy budget** (:func:`occupancy_budget`: 32 on sm_80,
+   the most registers that keep the most warps resident) and capped there: with registers to
+   spare ptxas schedules for latency, at or above the budget it schedules for pressure;
+4. ``fixed overhead``: plus 3: ptxas's count is the highest register used + 1 + 2, and R1
    (the stack pointer) is live throughout;
-6. ``allocation holes``: plus :data:`HOLES`: 64-bit values take even-aligned pairs and
+5. ``allocation holes``: plus :data:`HOLES`: 64-bit values take even-aligned pairs and
    128-bit values aligned quads, and the allocator does not pack the lowest registers
    (measured: highest register + 1 minus the SASS peak, median over the training split);
-7. ``call ABI``: a kernel that calls a function gets at least :data:`~.abi.CALL_FLOOR`.
+6. ``call ABI``: a kernel that calls a function gets at least :data:`~.abi.CALL_FLOOR`;
+7. ``register limit``: ptxas never gives a thread more than :data:`REGISTER_LIMIT`.
 
 ``low`` and ``high`` bound the count with the 10th and 90th percentiles of ptxas / prediction
 on the training split (:data:`BAND`).  The constants were chosen on the training split only;
@@ -30,10 +33,11 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import attrs
 
+from ptxforge.arch.occupancy import arch_props
+from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
 from ..liveness import analyze_liveness
@@ -41,17 +45,30 @@ from .abi import CALL_FLOOR, call_targets
 from .schedule import WINDOW, hoist_loads
 from .view import sass_view
 
-__all__ = ["MODEL", "FIXED_OVERHEAD", "HOLES", "BAND", "Component", "Prediction",
-           "predict_registers"]
+__all__ = [
+    "BAND",
+    "FIXED_OVERHEAD",
+    "HOLES",
+    "MODEL",
+    "REGISTER_LIMIT",
+    "Component",
+    "Prediction",
+    "occupancy_budget",
+    "predict_registers",
+]
 
 #: The model's version: bump it whenever a rule or a constant changes.
-MODEL = "ptxforge-predict/1 (whole-program ptxas 13.5, sm_80)"
+MODEL = "ptxforge-predict/2 (whole-program ptxas 13.5, sm_80)"
 #: R1 (the stack pointer) + the 2 ptxas's count adds above the highest register used.
 FIXED_OVERHEAD = 3
 #: Alignment and allocation holes below the highest register (median on the training split).
 HOLES = 4
+#: The most registers ptxas gives a thread (sm_50 onwards).
+REGISTER_LIMIT = 255
+#: The occupancy budget where the target has no occupancy table.
+FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: 10th and 90th percentiles on the training split.
-BAND = (0.77, 1.15)
+BAND = (0.77, 1.26)
 _KIND_WORDS = {"parameter": "parameters read from the constant bank",
                "immediate": "immediates and variable addresses",
                "special": "special registers read again",
@@ -111,29 +128,61 @@ def _peak(kernel: ir.Kernel) -> tuple[int, int]:
     return (max(g) if g else 0), (max(p) if p else 0)
 
 
-def predict_registers(kernel: ir.Kernel, *, live_units: Optional[int] = None,
-                      window: int = WINDOW, holes: int = HOLES) -> Prediction:
+def occupancy_budget(target: str | int = "sm_80") -> int:
+    """The most registers per thread that still let the most warps be resident on ``target``
+    (32 on sm_80 and sm_90, 40 on sm_86 and sm_89; 32 when the registry has no table).
+
+    Example::
+
+        >>> occupancy_budget("sm_80"), occupancy_budget("sm_86")
+        (32, 40)
+    """
+    try:
+        p = arch_props(target)
+    except PtxforgeError:
+        return FULL_OCCUPANCY_FALLBACK
+    per_sub = p.regs_per_sm // p.sub_partitions
+    most = p.max_warps_per_sm // p.sub_partitions
+    best = 0
+    for regs in range(1, p.max_regs_per_thread + 1):
+        unit = -(-regs * p.warp_size // p.reg_alloc_unit) * p.reg_alloc_unit
+        if per_sub // unit >= most:
+            best = regs
+    return best or FULL_OCCUPANCY_FALLBACK
+
+
+def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
+                      window: int | None = WINDOW, holes: int = HOLES,
+                      target: str | int = "sm_80") -> Prediction:
     """Predict ptxas's (whole-program) register count for ``kernel`` from its PTX alone.
 
     ``live_units`` is the PTX live count when the caller has it (the pressure report's
-    ``peak.units``); it is computed otherwise.
+    ``peak.units``); it is computed otherwise.  ``target`` sets the occupancy budget the load
+    scheduling rule stays under (:func:`occupancy_budget`).
     """
     if live_units is None:
         live_units = _peak(kernel)[0]
     view = sass_view(kernel)
     folded, _ = _peak(view.kernel)
-    scheduled_kernel, moved = hoist_loads(view.kernel, window)
-    scheduled, preds = _peak(scheduled_kernel)
+    budget = occupancy_budget(target)
+    natural = folded + FIXED_OVERHEAD + holes
+    scheduled, moved = folded, 0
+    if natural < budget:
+        hoisted, moved = hoist_loads(view.kernel, window)
+        scheduled = min(_peak(hoisted)[0], budget - FIXED_OVERHEAD - holes)
+        scheduled = max(scheduled, folded)
     kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
+    if natural < budget:
+        why = (f"{moved} load{'s' if moved != 1 else ''} issued early, each live from its "
+               f"issue to its last use, up to the occupancy budget ({budget} on {target})")
+    else:
+        why = (f"none: at or above the occupancy budget ({budget} on {target}) ptxas "
+               "schedules for pressure")
     comps = [
         Component("ptx live", live_units, "most 32-bit units live at once in the PTX order"),
         Component("no-register values", folded - live_units,
                   f"values SASS keeps out of registers ({kinds or 'none'})"),
-        Component("load scheduling", scheduled - folded,
-                  f"{moved} load{'s' if moved != 1 else ''} issued early, "
-                  "each live from its issue to its last use"),
-    ]
-    comps += [
+        Component("load scheduling", scheduled - folded, why),
         Component("fixed overhead", FIXED_OVERHEAD,
                   "R1 (the stack pointer) and the 2 the count adds above the highest register"),
         Component("allocation holes", holes,
@@ -149,6 +198,11 @@ def predict_registers(kernel: ir.Kernel, *, live_units: Optional[int] = None,
                                f"calls {', '.join(callees[:3])}{more}: the calling "
                                f"convention gives at least {CALL_FLOOR}"))
         total += lift
+    if total > REGISTER_LIMIT:
+        comps.append(Component("register limit", REGISTER_LIMIT - total,
+                               f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
+                               "or spills the rest"))
+        total = REGISTER_LIMIT
     low = max(1, math.floor(total * BAND[0]))
-    high = max(total, math.ceil(total * BAND[1]))
+    high = min(REGISTER_LIMIT, max(total, math.ceil(total * BAND[1])))
     return Prediction(total, min(low, total), high, tuple(comps))

@@ -9,7 +9,11 @@ its live range, which is what raises the count above the PTX order's.
 :func:`hoist_loads` moves each load up within its basic block to just after the last
 instruction it depends on (the definition of an address register, of its guard, or any
 instruction writing or reading its destination), never across a barrier, a fence, an atomic,
-a store or a call, and at most ``window`` instructions.
+a store or a call, and at most ``window`` instructions (:data:`WINDOW`: no bound).
+
+ptxas schedules this way only while it has registers to spare: the model
+(:func:`~.model.predict_registers`) lets the loads rise only below the kernel's occupancy
+budget (the most registers that keep the most warps resident), and caps the rise there.
 
 Example::
 
@@ -29,14 +33,12 @@ import attrs
 
 from ptxforge.ptx import ir
 
-__all__ = ["hoist_loads", "is_load", "WINDOW"]
+__all__ = ["WINDOW", "hoist_loads", "is_load"]
 
-#: How far (instructions) a load may move up.  Chosen on the training split (0, 2, 4, 8 and
-#: 16 were tried; see docs/prediction.md).
-WINDOW = 4
-#: The longest branch body (instructions) ptxas if-converts (predicates) in this model.
-IF_CONVERT = 0
-_BARRIERS = frozenset({"bar", "barrier", "call", "bra", "brx", "ret", "exit", "trap"})
+#: How far (instructions) a load may move up; None: to its dependence.  Chosen on the
+#: training split (4, 8, 16 and no bound were tried, each capped at the occupancy budget;
+#: docs/prediction.md).
+WINDOW = None
 _LOAD_FAMILIES = frozenset({"ld", "ldu", "tex", "tld4", "ldmatrix"})
 _FENCES = frozenset({"bar", "barrier", "membar", "fence", "atom", "red", "st", "call", "cp",
                      "mbarrier", "wgmma", "stmatrix", "vote", "shfl", "match", "redux",
@@ -51,60 +53,38 @@ def is_load(inst: ir.Instruction) -> bool:
     return not op.startswith("ld.param") and ".volatile" not in op and ".acquire" not in op
 
 
-def if_convertible(body, limit: int = IF_CONVERT) -> frozenset:
-    """Indices in ``body`` of the guarded forward branches, and of their target labels, that
-    ptxas if-converts: the branch skips at most ``limit`` instructions with no other label,
-    branch, barrier or call between, and every branch to the label is such a branch."""
-    index = {s.name: k for k, s in enumerate(body) if isinstance(s, ir.Label)}
-    good: dict = {}
-    bad: set = set()
-    for k, stmt in enumerate(body):
-        if not isinstance(stmt, ir.Instruction) or stmt.family != "bra":
-            continue
-        target = next((op.name for op in stmt.operands if isinstance(op, (ir.LabelRef,
-                                                                          ir.Symbol))), None)
-        end = index.get(target, -1)
-        inner = body[k + 1:end] if end > k else ()
-        ok = (stmt.guard is not None and end > k
-              and len(inner) <= limit and all(isinstance(x, ir.Instruction)
-                                               and x.family not in _BARRIERS for x in inner))
-        (good.setdefault(target, []).append(k) if ok else bad.add(target))
-    out = set()
-    for target, branches in good.items():
-        if target not in bad:
-            out.update(branches)
-            out.add(index[target])
-    return frozenset(out)
+def _is_reread(inst, reads: set) -> bool:
+    """A :func:`~.view.sass_view` re-read (``mov`` of a constant into a fresh register) that
+    the load reads."""
+    return (isinstance(inst, ir.Instruction) and inst.family == "mov" and inst.ndefs == 1
+            and isinstance(inst.operands[1], ir.Immediate)
+            and all("%remat" in r.name and r.name in reads for r in inst.defs))
 
 
-def hoist_loads(kernel: ir.Kernel, window: int = WINDOW,
-                if_convert: int = IF_CONVERT) -> tuple[ir.Kernel, int]:
-    """``kernel`` with loads moved up (module docstring) and how many moved."""
-    body = tuple(kernel.body or ())
-    soft = if_convertible(body, if_convert) if if_convert else frozenset()
-    soft_ids = {id(body[k]) for k in soft}
+def hoist_loads(kernel: ir.Kernel, window: int | None = WINDOW) -> tuple[ir.Kernel, int]:
+    """``kernel`` with loads moved up (module docstring; ``window=None``: no bound) and how
+    many moved."""
+    window = len(kernel.body or ()) if window is None else window
     out: list = []
     block_start = 0  # index in ``out`` where the current basic block starts
     moved = 0
-    for at, stmt in enumerate(body):
+    for stmt in kernel.body or ():
         if not isinstance(stmt, ir.Instruction):
             out.append(stmt)
-            if isinstance(stmt, ir.Label) and at not in soft:
+            if isinstance(stmt, ir.Label):
                 block_start = len(out)
             continue
         if is_load(stmt):
             reads = {r.name for r in stmt.uses}
             writes = {r.name for r in stmt.defs}
+            # the view's re-reads of a constant (a parameter pointer) travel with the load
+            carried = []
+            while len(out) > block_start and _is_reread(out[-1], reads):
+                carried.insert(0, out.pop())
             pos = len(out)
             lo = max(block_start, len(out) - window)
             while pos > lo:
                 prev = out[pos - 1]
-                if isinstance(prev, ir.Label) or (isinstance(prev, ir.Instruction)
-                                                  and prev.family == "bra"):
-                    if id(prev) in soft_ids:
-                        pos -= 1
-                        continue
-                    break
                 if not isinstance(prev, ir.Instruction) or prev.family in _FENCES:
                     break
                 if any(r.name in reads or r.name in writes for r in prev.defs) or \
@@ -113,9 +93,10 @@ def hoist_loads(kernel: ir.Kernel, window: int = WINDOW,
                 pos -= 1
             if pos < len(out):
                 moved += 1
-            out.insert(pos, stmt)
+            out[pos:pos] = carried + [stmt]
         else:
             out.append(stmt)
-        if stmt.family in ("bra", "ret", "exit", "trap", "brx") and at not in soft:
+        if stmt.family in ("bra", "ret", "exit", "trap", "brx"):
             block_start = len(out)
     return attrs.evolve(kernel, body=tuple(out)), moved
+

@@ -11,7 +11,10 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
 * **constant-offset address arithmetic** (``add.s64 %rd9, %rd3, 4096`` used only as an
   address) folds into the address (``LDG.E R6, [R2.64+0x1000]``);
 * **register copies** (``mov.b32 %r2, %r1``) are coalesced;
-* **special registers** (``%tid.x``, ``%ctaid.y``) are read again (``S2R``) where needed.
+* **special registers** (``%tid.x``, ``%ctaid.y``) are *not* among them: an ``S2R`` is slow
+  (a variable-latency read), so ptxas 13.5 reads each once and keeps it
+  (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
+  final ``LOP3.LUT P0, RZ, R9, 0x1f``); ``kinds=(..., "special")`` models a re-read instead.
 
 :func:`sass_view` returns the kernel with those values rewritten: a value that is free
 everywhere is replaced by an immediate at its uses; a value that must be in a register only
@@ -36,13 +39,12 @@ Example::
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional
 
 import attrs
 
 from ptxforge.ptx import ir
 
-__all__ = ["SassView", "sass_view", "fold_kind"]
+__all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
 _ZERO = ir.Immediate(0)
 #: Opcode families whose operands may be an address that a constant offset folds into.
@@ -63,7 +65,7 @@ def _single_source(inst: ir.Instruction):
     return ops[1] if inst.ndefs == 1 and len(ops) == 2 else None
 
 
-def fold_kind(inst: ir.Instruction) -> Optional[str]:
+def fold_kind(inst: ir.Instruction) -> str | None:
     """Why ``inst``'s result needs no register of its own, or None.
 
     ``"parameter"`` (``ld.param`` of a kernel parameter), ``"immediate"`` (a move of a
@@ -100,7 +102,7 @@ def fold_kind(inst: ir.Instruction) -> Optional[str]:
     return None
 
 
-def _offset_fold(inst: ir.Instruction) -> Optional[ir.Register]:
+def _offset_fold(inst: ir.Instruction) -> ir.Register | None:
     """The base register of ``add d, base, imm`` (the candidate for folding into addresses)."""
     if inst.family != "add" or inst.guard is not None or inst.ndefs != 1:
         return None
@@ -138,8 +140,11 @@ def _scan(instructions) -> tuple[Counter, dict]:
     return ndefs, uses
 
 
-def sass_view(kernel: ir.Kernel, *, kinds=("parameter", "immediate", "special", "alias", "offset")
-              ) -> SassView:
+#: The kinds of value :func:`sass_view` takes out by default (see the module docstring).
+KINDS = ("parameter", "immediate", "alias", "offset")
+
+
+def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
     ``special``, ``alias``, ``offset``)."""
@@ -196,7 +201,7 @@ def _rewrite(body, plan: dict):
             continue
         remats: list = []
 
-        def sub(op, in_address=False):
+        def sub(op, in_address=False, remats=remats):
             nonlocal serial
             if isinstance(op, ir.Register):
                 entry = plan.get(op.name)
