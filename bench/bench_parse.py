@@ -1,143 +1,239 @@
-"""Benchmark: ``ptxforge analyze --no-compile`` on a large PTX file, against ptxas itself.
+"""Benchmark: ``ptxforge analyze --no-compile`` in a fresh process, against whole-program ptxas.
 
-Generates a PTX of at least 1 MB from ``bench/big_unroll.cu`` (a fully unrolled WENO-style
-kernel, compiled with NVRTC and -lineinfo through the test corpus helper), then measures in
-one process:
+Every figure is a separate child process timed by its wall clock (``time.perf_counter`` around
+the child) with its peak memory read from the child's own resource usage (``os.wait4``'s
+``ru_maxrss``), in one run of this script:
 
-* the analysis the CLI runs for ``ptxforge analyze FILE --no-compile`` (parse, instruction
-  mix, liveness/pressure, occupancy, and the text report), in-process, ``time.perf_counter``;
-* ptxas's compile time of the same file through :func:`ptxforge.toolchain.compile.compile_ptx`
-  (nvJitLink when available), runs interleaved with the analysis runs and the best of each
-  taken, so that a change in the machine's load affects both sides alike;
-* the peak memory of the analysis: ``tracemalloc`` (Python allocations, in a separate run
-  because tracing slows Python down) and the process's ``ru_maxrss`` after the analysis
-  (before ptxas runs in-process).
+1. **cold start** on a tiny PTX file (a 1 KB saxpy from NVRTC): ``python -c pass``,
+   ``ptxforge analyze tiny.ptx --no-compile`` and one ptxas run of the same file, interleaved,
+   best of ``--repeat`` each (goal: at most 0.12 s or at most 4x ``python -c pass``);
+2. **large files**: ``bench/big_unroll.cu`` at ``NK`` 2048 (1.4 MB) and 4096 (2.9 MB; NVRTC
+   stops unrolling above that), and ``bench/many_kernels.cu`` with its 60-kernel set repeated
+   14 times (840 small template kernels, 4.5 MB): analyze time / ptxas time (goal: at most 0.1 where ptxas takes 1 s
+   or more) and peak memory (goal: under 1 GB on a 4 MB file);
+3. **the corpus**: every ``tests/corpus/*.cu`` compiled by NVRTC for sm_75, sm_80 and sm_90a,
+   with and without ``-lineinfo``: the totals of analyze and ptxas over all of them (goal: at
+   most 0.5x).
 
-Goal (issue 5): analysis time / ptxas time <= 0.1 and memory < 1 GB.
+ptxas is the whole-program executable of CUDA 13 (``nvidia/cu13/bin/ptxas``), or CUDA 12's
+for the targets CUDA 13 dropped (sm_5x to sm_72).  The tree under test is the repository this script
+lives in, or ``--tree DIR`` (a copy of ``ptxforge/`` to compare against, e.g. before a change).
+A child that fails (non-zero exit) is reported, not hidden.
 
 Usage::
 
-    PYTHONPATH=. python bench/bench_parse.py [--nk 2048] [--repeat 3] [--arch sm_80]
-                                             [--profile] [--keep FILE.ptx]
+    python bench/bench_parse.py [--repeat 5] [--tree DIR] [--quick] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import gc
-import io
-import pstats
-import resource
+import os
+import subprocess
 import sys
+import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from corpus_util import compile_cu  # noqa: E402
+from corpus_util import CORPUS_DIR, compile_cu
 
-from ptxforge.reports.analyze import analyze_ptx  # noqa: E402
-from ptxforge.toolchain.compile import compile_ptx  # noqa: E402
+_PY = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+SITE = Path(sys.prefix) / "lib" / _PY / "site-packages" / "nvidia"
+PTXAS_13 = SITE / "cu13" / "bin" / "ptxas"
+PTXAS_12 = SITE / "cuda_nvcc" / "bin" / "ptxas"
+TINY_CU = r"""
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+CORPUS_ARCHS = ("sm_75", "sm_80", "sm_90a")  # NVRTC 13 no longer targets sm_70
 
-GOAL_RATIO = 0.1
-GOAL_MEMORY = 1 << 30
-SOURCE = Path(__file__).with_name("big_unroll.cu")
+
+def ptxas_for(arch: str) -> Path:
+    """The whole-program ptxas that compiles ``arch`` (CUDA 13, else CUDA 12 for sm_5x..sm_72)."""
+    return PTXAS_12 if int(arch[3:5]) < 75 else PTXAS_13
 
 
-def generate(nk: int, arch: str) -> str:
-    """PTX of big_unroll.cu with ``NK`` unrolled steps (NVRTC, -lineinfo; disk-cached)."""
-    src = f"#define NK {nk}\n" + SOURCE.read_text()
+def run_child(cmd: list, env=None) -> tuple:
+    """(wall seconds, peak RSS bytes, exit status, stderr) of one child process."""
+    with tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        # cwd: not the repository, whose ptxforge/ would shadow --tree on sys.path
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                             cwd=tempfile.gettempdir())
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return wall, usage.ru_maxrss * 1024, p.returncode, err.read().decode(errors="replace")
+
+
+class Runner:
+    """Runs analyze and ptxas children on files, remembering failures."""
+
+    def __init__(self, tree: Path, lenient: bool, pycache: Path) -> None:
+        # byte-code caches as an installed package has them (this machine sets
+        # PYTHONDONTWRITEBYTECODE, which would time the compiling of every module instead)
+        self.env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(pycache))
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+        self.lenient = lenient
+        self.failures: list[str] = []
+
+    def analyze(self, path: Path) -> tuple:
+        cmd = [sys.executable, "-m", "ptxforge", "analyze", str(path), "--no-compile"]
+        if self.lenient:
+            cmd.append("--lenient")
+        wall, rss, rc, err = run_child(cmd, self.env)
+        if rc:
+            self.failures.append(f"analyze {path.name}: exit {rc}: {err.strip()[-300:]}")
+        return wall, rss
+
+    def ptxas_ok(self, path: Path, arch: str) -> tuple:
+        """(wall seconds, peak RSS, accepted) of one ptxas run; a refusal is no failure."""
+        cmd = [str(ptxas_for(arch)), f"-arch={arch}", str(path), "-o", os.devnull]
+        wall, rss, rc, _ = run_child(cmd)
+        return wall, rss, rc == 0
+
+    def ptxas(self, path: Path, arch: str) -> tuple:
+        cmd = [str(ptxas_for(arch)), f"-arch={arch}", str(path), "-o", os.devnull]
+        wall, rss, rc, err = run_child(cmd)
+        if rc:
+            self.failures.append(f"ptxas {path.name}: exit {rc}: {err.strip()[-300:]}")
+        return wall, rss
+
+
+def write(dirpath: Path, name: str, ptx: str) -> Path:
+    path = dirpath / name
+    path.write_text(ptx)
+    return path
+
+
+def big_unroll(nk: int, arch: str) -> str:
+    src = f"#define NK {nk}\n" + (ROOT / "bench" / "big_unroll.cu").read_text()
     return compile_cu(src, "big_unroll", arch, True)
 
 
-def analyze_once(ptx: str, arch: str) -> str:
-    """What ``ptxforge analyze FILE --no-compile`` computes and prints."""
-    return analyze_ptx(ptx, "big_unroll.ptx", arch, 256, compile=False).to_text(10)
+def many_kernels(reps: int, arch: str) -> str:
+    src = (ROOT / "bench" / "many_kernels.cu").read_text()
+    src += "\n" + "\n".join(f"TYPES({r})" for r in range(reps)) + "\n"
+    return compile_cu(src, "many_kernels", arch, True)
 
 
-def _maxrss_bytes() -> int:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024
+def cold_start(run: Runner, tmp: Path, repeat: int) -> None:
+    tiny = write(tmp, "tiny.ptx", compile_cu(TINY_CU, "tiny", "sm_80", False))
+    best = {"python -c pass": [], "ptxforge analyze --no-compile": [], "ptxas": []}
+    run.analyze(tiny)  # writes the byte-code caches
+    for _ in range(repeat):
+        best["python -c pass"].append(run_child([sys.executable, "-c", "pass"], run.env)[0])
+        best["ptxforge analyze --no-compile"].append(run.analyze(tiny)[0])
+        best["ptxas"].append(run.ptxas(tiny, "sm_80")[0])
+    py = min(best["python -c pass"])
+    pf = min(best["ptxforge analyze --no-compile"])
+    print(f"1. cold start, tiny.ptx ({tiny.stat().st_size:,} bytes), best of {repeat}:")
+    for what, times in best.items():
+        print(f"   {what:32s} {min(times):7.3f} s")
+    ok = pf <= 0.12 or pf <= 4 * py
+    print(f"   analyze / python -c pass: {pf / py:.2f}x; analyze / ptxas: {pf / min(best['ptxas']):.1f}x"
+          f"  (goal <= 0.12 s or <= 4x python: {'met' if ok else 'MISSED'})")
+
+
+def large_files(run: Runner, tmp: Path, quick: bool) -> list:
+    arch = "sm_80"
+    files = [("big_unroll NK=2048", "big_unroll_2048.ptx", lambda: big_unroll(2048, arch))]
+    if not quick:
+        files.append(("big_unroll NK=4096", "big_unroll_4096.ptx", lambda: big_unroll(4096, arch)))
+    files.append(("many_kernels x4" if quick else "many_kernels x14",
+                  "many_kernels.ptx", lambda: many_kernels(4 if quick else 14, arch)))
+    print(f"2. large files ({arch}; ptxas 13.5 whole-program):")
+    print(f"   {'file':22s} {'size':>10s} {'kernels':>7s} {'analyze':>8s} {'ptxas':>8s} "
+          f"{'ratio':>7s} {'peak RSS':>9s}")
+    worst_rss = []
+    for label, name, gen in files:
+        path = write(tmp, name, gen())
+        text = path.read_text()
+        a, rss = run.analyze(path)
+        p, _ = run.ptxas(path, arch)
+        worst_rss.append((path.stat().st_size, rss))
+        mark = "" if p < 1 else ("  met" if a / p <= 0.1 else "  MISSED (goal <= 0.1)")
+        print(f"   {label:22s} {path.stat().st_size:10,d} {text.count('.entry'):7d} {a:7.2f}s "
+              f"{p:7.2f}s {a / p:7.3f} {rss / 2**20:7.0f}MiB{mark}")
+    return worst_rss
+
+
+def corpus(run: Runner, tmp: Path, quick: bool) -> int:
+    archs = CORPUS_ARCHS[1:2] if quick else CORPUS_ARCHS
+    total_a = total_p = 0.0
+    peak = 0
+    count = 0
+    skipped: list = []
+    for cu in sorted(CORPUS_DIR.glob("*.cu")):
+        for arch in archs:
+            for lineinfo in (False, True):
+                ptx = compile_cu(cu.read_text(), cu.stem, arch, lineinfo)
+                path = write(tmp, f"{cu.stem}-{arch}-{int(lineinfo)}.ptx", ptx)
+                p, _, ok = run.ptxas_ok(path, arch)
+                if not ok:  # NVRTC emits what this target's ptxas refuses (mma at sm_75)
+                    skipped.append(path.name)
+                    continue
+                a, rss = run.analyze(path)
+                total_a += a
+                total_p += p
+                peak = max(peak, rss)
+                count += 1
+    ratio = total_a / total_p
+    print(f"3. corpus: {count} files (tests/corpus x {', '.join(archs)} x lineinfo on/off): "
+          f"analyze {total_a:.2f} s, ptxas {total_p:.2f} s, ratio {ratio:.3f} "
+          f"(goal <= 0.5: {'met' if ratio <= 0.5 else 'MISSED'}); peak RSS {peak / 2**20:.0f} MiB")
+    if skipped:
+        print(f"   left out, refused by ptxas for their target: {', '.join(skipped)}")
+    return peak
+
+
+def profile(tmp: Path) -> None:
+    import cProfile
+    import pstats
+
+    from ptxforge.reports.analyze import analyze_ptx
+
+    ptx = many_kernels(14, "sm_80")
+    prof = cProfile.Profile()
+    prof.enable()
+    analyze_ptx(ptx, "many.ptx", None, None, compile=False).to_text(10)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--nk", type=int, default=2048, help="unrolled steps (default 2048)")
-    ap.add_argument("--arch", default="sm_80")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="ptxas and analysis runs, interleaved; the best of each is taken")
-    ap.add_argument("--profile", action="store_true", help="print a cProfile of one analysis")
-    ap.add_argument("--keep", metavar="FILE", help="write the generated PTX here")
+    ap.add_argument("--repeat", type=int, default=5, help="cold-start runs, best taken (5)")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="directory holding the ptxforge package to run (default: this repo)")
+    ap.add_argument("--quick", action="store_true", help="smaller files and one corpus arch")
+    ap.add_argument("--lenient", action="store_true", help="pass --lenient to analyze")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print a cProfile of one in-process analysis (many_kernels x14)")
     args = ap.parse_args(argv)
-
-    t = time.perf_counter()
-    ptx = generate(args.nk, args.arch)
-    gen_s = time.perf_counter() - t
-    size = len(ptx.encode())
-    if args.keep:
-        Path(args.keep).write_text(ptx)
-    print(f"PTX: big_unroll.cu, NK={args.nk}, {args.arch}, -lineinfo: {size:,} bytes, "
-          f"{ptx.count(chr(10)):,} lines (NVRTC/cache {gen_s:.2f} s)")
-    if size < 1_000_000:
-        print("warning: the PTX is smaller than 1 MB; raise --nk")
-
-    # 1. the analysis once, then ru_maxrss before ptxas ever runs in this process
-    gc.collect()
-    t = time.perf_counter()
-    text = analyze_once(ptx, args.arch)
-    times = [time.perf_counter() - t]
-    rss_after_analysis = _maxrss_bytes()
-    print(text.split("\n\n")[1])  # the per-kernel summary table
-
-    # 2. Python peak memory of one analysis
-    gc.collect()
-    tracemalloc.start()
-    analyze_once(ptx, args.arch)
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-
-    # 3. ptxas and the analysis interleaved (the machine's load varies): best of each
-    ptxas_times = []
-    for r in range(max(args.repeat, 1)):
-        t = time.perf_counter()
-        compiled = compile_ptx(ptx, args.arch)
-        ptxas_times.append(time.perf_counter() - t)
-        if r + 1 < max(args.repeat, 1) or len(times) < 2:
-            gc.collect()
-            t = time.perf_counter()
-            analyze_once(ptx, args.arch)
-            times.append(time.perf_counter() - t)
-    analysis_s, ptxas_s = min(times), min(ptxas_times)
-    k = compiled.kernels[0]
-
-    ratio = analysis_s / ptxas_s
-    print(f"ptxas ({compiled.backend}): {ptxas_s:.3f} s (runs: "
-          + ", ".join(f"{x:.3f}" for x in ptxas_times) + f")  {k.name}: {k.registers} "
-          f"registers, {k.spill_stores}/{k.spill_loads} B spilled, stack {k.stack_frame} B")
-    print(f"analyze --no-compile: {analysis_s:.3f} s (runs: "
-          + ", ".join(f"{x:.3f}" for x in times) + ")")
-    print(f"ratio analysis/ptxas: {ratio:.4f}  (goal <= {GOAL_RATIO}: "
-          f"{'met' if ratio <= GOAL_RATIO else 'MISSED'})")
-    print(f"peak memory: tracemalloc {traced_peak / 2**20:.1f} MiB, ru_maxrss after analysis "
-          f"{rss_after_analysis / 2**20:.1f} MiB, after ptxas {_maxrss_bytes() / 2**20:.1f} MiB "
-          f"(goal < 1 GiB: {'met' if max(traced_peak, rss_after_analysis) < GOAL_MEMORY else 'MISSED'})")
-
-    if args.profile:
-        prof = cProfile.Profile()
-        prof.enable()
-        analyze_once(ptx, args.arch)
-        prof.disable()
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(30)
-        print(out.getvalue())
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
-        print(out.getvalue())
-    return 0
+    print(f"tree: {args.tree.resolve()}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        run = Runner(args.tree.resolve(), args.lenient, tmp / "pycache")
+        cold_start(run, tmp, max(args.repeat, 1))
+        sizes = large_files(run, tmp, args.quick)
+        corpus_peak = corpus(run, tmp, args.quick)
+        size, rss = max(sizes)
+        print(f"4. peak memory: {rss / 2**20:.0f} MiB on the largest file ({size:,} bytes), "
+              f"{corpus_peak / 2**20:.0f} MiB over the corpus (goal < 1 GiB: "
+              f"{'met' if max(rss, corpus_peak) < 2**30 else 'MISSED'})")
+        if args.profile:
+            profile(tmp)
+        for f in run.failures:
+            print("FAILED:", f)
+    return 1 if run.failures else 0
 
 
 if __name__ == "__main__":

@@ -29,10 +29,8 @@ Example::
     0
 """
 
-from .analysis.pressure import PressureReport, analyze_pressure
-from .arch.occupancy import Occupancy, occupancy, register_cliffs
-from .arch.targets import Target, target
-from .dsl.builder import KernelBuilder, ModuleBuilder
+from typing import TYPE_CHECKING
+
 from .errors import (
     BackendUnavailableError,
     BuildError,
@@ -45,16 +43,60 @@ from .errors import (
     PtxTypeError,
     UnsupportedError,
 )
-from .ptx.emit import emit
-from .ptx.ir import Kernel, Module
-from .ptx.parse import parse, parse_file
-from .reports.analyze import KernelAnalysis, ModuleAnalysis, analyze_module, analyze_ptx
-from .reports.cubin import analyze_cubin
-from .reports.estimate import Comparison, compare_with_ptxas
-from .reports.sass import SassReport, sass_report
-from .reports.variants import compare_variants
-from .toolchain.compile import CompileOptions, KernelStats, compile_ptx
-from .toolchain.sweep import sweep
+
+# Each public name and the module that defines it, imported on first use (PEP 562), so that
+# ``import ptxforge`` costs a few milliseconds and a command imports only what it runs
+# (the CLI's analyze --no-compile never loads networkx, the compilers or the builder).
+_LAZY = {
+    "analyze_pressure": "analysis.pressure", "PressureReport": "analysis.pressure",
+    "Occupancy": "arch.occupancy", "occupancy": "arch.occupancy",
+    "register_cliffs": "arch.occupancy",
+    "Target": "arch.targets", "target": "arch.targets",
+    "KernelBuilder": "dsl.builder", "ModuleBuilder": "dsl.builder",
+    "emit": "ptx.emit", "Kernel": "ptx.ir", "Module": "ptx.ir",
+    "parse": "ptx.parse", "parse_file": "ptx.parse",
+    "KernelAnalysis": "reports.analyze", "ModuleAnalysis": "reports.analyze",
+    "analyze_module": "reports.analyze", "analyze_ptx": "reports.analyze",
+    "analyze_cubin": "reports.cubin",
+    "Comparison": "reports.estimate", "compare_with_ptxas": "reports.estimate",
+    "SassReport": "reports.sass", "sass_report": "reports.sass",
+    "compare_variants": "reports.variants",
+    "CompileOptions": "toolchain.compile", "KernelStats": "toolchain.compile",
+    "compile_ptx": "toolchain.compile",
+    "sweep": "toolchain.sweep",
+}
+
+if TYPE_CHECKING:  # for type checkers and editors: the names as plain imports
+    from .analysis.pressure import PressureReport, analyze_pressure
+    from .arch.occupancy import Occupancy, occupancy, register_cliffs
+    from .arch.targets import Target, target
+    from .dsl.builder import KernelBuilder, ModuleBuilder
+    from .ptx.emit import emit
+    from .ptx.ir import Kernel, Module
+    from .ptx.parse import parse, parse_file
+    from .reports.analyze import KernelAnalysis, ModuleAnalysis, analyze_module, analyze_ptx
+    from .reports.cubin import analyze_cubin
+    from .reports.estimate import Comparison, compare_with_ptxas
+    from .reports.sass import SassReport, sass_report
+    from .reports.variants import compare_variants
+    from .toolchain.compile import CompileOptions, KernelStats, compile_ptx
+    from .toolchain.sweep import sweep
+
+
+def __getattr__(name: str):
+    """Import a public name's module on first use (PEP 562) and keep the name here."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'ptxforge' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def load(module_or_ptx, device: int = 0, **kwargs):

@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import re
 from itertools import chain, repeat
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import attrs
-import networkx as nx
 
 from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["BasicBlock", "Loop", "ControlFlowGraph", "build_cfg", "TERMINATORS"]
 
@@ -102,8 +104,10 @@ class ControlFlowGraph:
         """The block containing instruction ``index``."""
         return self.blocks[self.block_of_instruction[index]]
 
-    def to_networkx(self) -> nx.DiGraph:
+    def to_networkx(self) -> "nx.DiGraph":
         """The block graph as a ``networkx.DiGraph`` (nodes are block indices)."""
+        import networkx as nx  # only here: the analysis itself never needs networkx
+
         g = nx.DiGraph()
         g.add_nodes_from(b.index for b in self.blocks)
         g.add_edges_from((b.index, s) for b in self.blocks for s in b.successors)

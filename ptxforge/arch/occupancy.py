@@ -319,6 +319,26 @@ class RegisterCliffs:
                 "steps": [{"max_registers": r, "blocks": b} for r, b in self.steps]}
 
 
+_BLOCKS: dict = {}  # (props, block size, other resources) -> blocks per register count
+
+
+def _blocks_per_count(p, block_size: int, kwargs: dict) -> list:
+    """Blocks per SM at every register count 0..max (computed once per launch shape: a file
+    of 840 kernels asks for the same few shapes; the list is never modified)."""
+    try:
+        key = (p, block_size, tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:
+        key = None
+    blocks = _BLOCKS.get(key) if key is not None else None
+    if blocks is None:
+        blocks = [occupancy(r, block_size, p, **kwargs).active_blocks
+                  for r in range(p.max_regs_per_thread + 1)]
+        if key is not None and len(_BLOCKS) < 4096:
+            _BLOCKS[key] = blocks
+    return blocks
+
+
 def register_cliffs(registers: int, block_size: int, target: Union[str, ArchProps] = "sm_80",
                     **kwargs) -> RegisterCliffs:
     """The occupancy cliffs around ``registers`` (other resources held fixed).
@@ -331,7 +351,7 @@ def register_cliffs(registers: int, block_size: int, target: Union[str, ArchProp
     """
     p = arch_props(target)
     top = p.max_regs_per_thread
-    blocks = [occupancy(r, block_size, p, **kwargs).active_blocks for r in range(top + 1)]
+    blocks = _blocks_per_count(p, block_size, kwargs)
     mine = blocks[min(registers, top)] if registers <= top else 0
     steps = []
     for r in range(top, 0, -1):

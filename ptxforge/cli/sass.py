@@ -31,6 +31,8 @@ def add(sub) -> None:
     g.add_argument("--json", action="store_true", help="machine-readable JSON output")
     g.add_argument("--top", default=10, type=count_type,
                    help="peak SASS instructions listed per kernel (default 10, 0: all)")
+    g.add_argument("--lenient", action="store_true",
+                   help="report strict-parse errors as warnings")
     add_compile_options(g)
 
 

@@ -25,8 +25,6 @@ Example::
 
 from __future__ import annotations
 
-from .itanium import Demangler
-
 __all__ = ["demangle", "demangle_function"]
 
 
@@ -45,10 +43,22 @@ def demangle_function(name: str) -> str:
     return _run(name, short=True)
 
 
+_MEMO: dict = {}  # (name, short) -> text: a report asks for each shown name several times
+
+
 def _run(name: str, short: bool) -> str:
     if not isinstance(name, str) or not name.startswith("_Z"):
         return name
+    key = (name, short)
+    text = _MEMO.get(key)
+    if text is not None:
+        return text
+    from .itanium import Demangler  # the grammar's tables load with the first mangled name
+
     try:
-        return Demangler(name).whole(short)
+        text = Demangler(name).whole(short)
     except Exception:  # Unsupported, or malformed input: the name as given, never an error
-        return name
+        text = name
+    if len(_MEMO) < 65536:
+        _MEMO[key] = text
+    return text

@@ -378,6 +378,7 @@ class Module:
     ``"global"``, ``"directive"``, ``"kernel"`` indexing the three tuples (parsed modules keep
     the source order: a function-pointer table must follow its functions); when it is empty,
     or does not name every item exactly once, the order is globals, directives, kernels.
+    ``warnings`` lists what a lenient parse (``parse(..., strict=False)``) let through.
     """
 
     version: str
@@ -388,6 +389,8 @@ class Module:
     files: tuple = ()
     directives: tuple = ()
     layout: tuple = ()
+    #: what a lenient parse let through (``"file:line:col: message"``); not part of equality
+    warnings: tuple = attrs.field(default=(), eq=False, hash=False)
 
     def items(self) -> tuple:
         """Module-level globals, directives and kernels in emission order (see ``layout``)."""

@@ -472,7 +472,7 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
                                   occ_est, cliffs, k, note, block_source, dynamic_shared, local,
                                   cb0, params, stats_note, callers, mode_notes.get(k.name),
-                                  predict_registers(k, live_units=pressure.peak.units)))
+                                  predict_registers(k, live_units=pressure.peak.units, target=tgt)))
     note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
     notes = tuple(n for n in (arch_note, note) if n)
     notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse

@@ -24,7 +24,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
@@ -32,8 +32,9 @@ from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_re
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
-from ptxforge.toolchain.compile import KernelStats
-from ptxforge.toolchain.kernel_stats import callee_spills, deepest_chain
+
+if TYPE_CHECKING:
+    from ptxforge.toolchain.kernel_stats import KernelStats
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
            "local_array_bytes", "launch_limits", "resolve_block", "resolve_target",
@@ -190,6 +191,8 @@ def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:
     (inlined or unused).  ``local_bytes`` are the ``.local`` arrays it declares
     (:func:`local_array_bytes`).
     """
+    from ptxforge.toolchain.kernel_stats import KernelStats, callee_spills, deepest_chain
+
     log = compiled.ptxas_log
     try:
         f = log.function(name)

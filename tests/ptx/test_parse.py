@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ptxforge
-from ptxforge.errors import CompileError
+from ptxforge.errors import CompileError, ParseError
 from ptxforge.ptx import ir, types
 from ptxforge.ptx.emit import emit
 from ptxforge.ptx.parse import parse, parse_file
@@ -15,8 +15,9 @@ from corpus_util import VARIANTS, corpus_ptx, corpus_sources
 HEADER = ".version 8.5\n.target sm_90a\n.address_size 64\n"
 
 
-def kernel_of(body: str, params: str = "", name: str = "k") -> ir.Kernel:
-    return parse(HEADER + f".visible .entry {name}({params})\n{{\n{body}\n}}\n").kernel(name)
+def kernel_of(body: str, params: str = "", name: str = "k", strict: bool = True) -> ir.Kernel:
+    return parse(HEADER + f".visible .entry {name}({params})\n{{\n{body}\n}}\n",
+                 strict=strict).kernel(name)
 
 
 def test_header_and_raw_target():
@@ -174,11 +175,14 @@ def test_call_sequence_scope_and_param_block():
 
 
 def test_comments_pragmas_and_unknown_opcodes():
-    k = kernel_of("""/* block
+    body = """/* block
 comment */ .reg .b32 %r<4>; // trailing
     .pragma "nounroll";
     frobnicate.sync.b32 %r1, %r2, /* inline */ %r3;
-    ret;""")
+    ret;"""
+    with pytest.raises(ParseError, match="unknown opcode 'frobnicate'"):
+        kernel_of(body)  # strict by default; lenient keeps it as a generic instruction
+    k = kernel_of(body, strict=False)
     assert k.body[0] == ir.Directive('.pragma "nounroll";')
     inst = k.instructions[0]
     assert inst.opcode == "frobnicate.sync.b32" and inst.ndefs == 1

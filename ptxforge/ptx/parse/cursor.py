@@ -41,8 +41,13 @@ def show_token(tok: str) -> str:
 class TokenCursor:
     """Position and state of one parse over the token list; the grammar's mixins build on it."""
 
-    def __init__(self, text: str, filename: str) -> None:
+    def __init__(self, text: str, filename: str, strict: bool = True) -> None:
         self.tk = Tokens(text, filename)
+        # strict checks (unknown opcode or modifier, undeclared register, wrong register
+        # width, missing branch target): errors, or warnings collected here when not strict
+        self.strict = strict
+        self.warnings: list[str] = []
+        self._warned: set = set()
         self.n = len(self.tk.toks)
         self.toks = self.tk.toks + [EOF] * 8
         self.i = 0
@@ -57,6 +62,8 @@ class TokenCursor:
         self.sym_cache: dict[str, ir.Symbol] = {}
         self.opcode_kind: dict[str, tuple[int, bool]] = {}  # opcode -> (ndefs, is a branch)
         self.special_cache: dict[str, ir.SpecialReg] = {}
+        self.split_cache: dict[str, tuple] = {}  # "%rd12" -> ("%rd", 12); ("", -1): no number
+        self.reg_cache: dict[tuple, ir.Register] = {}  # (name, type) -> its Register
         # per function (declared by the structure parser, read by the operands)
         # registers by name, whatever the name looks like (``%r1``, ``acc``): those declared
         # one by one (names in ``declared``) and those met so far from ``%r<N>`` ranges
@@ -69,6 +76,15 @@ class TokenCursor:
     # -- primitive readers -------------------------------------------------------------------
     def error(self, message: str, index: Optional[int] = None) -> ParseError:
         return self.tk.error(self.i if index is None else index, message)
+
+    def problem(self, message: str, index: int) -> None:
+        """A strict-mode check failed at token ``index``: raise, or (lenient) record a warning
+        (each message once, at its first position)."""
+        if self.strict:
+            raise self.error(message, index)
+        if message not in self._warned:
+            self._warned.add(message)
+            self.warnings.append(str(self.tk.error(index, message)).split("\n", 1)[0])
 
     def expect(self, tok: str, what: str = "") -> None:
         got = self.toks[self.i]

@@ -4,8 +4,9 @@ The parser accepts what nvcc, NVRTC, clang, Julia (LLVM NVPTX), Triton and numba
 CUDA 11–13 / PTX ISA up to 9.x: module header, ``.entry``/``.func`` with parameters and
 return values, register and variable declarations, ``.loc``/``.file`` line information
 (resolving ``function_name``/``inlined_at``), debug sections (skipped), ``.pragma``, labels,
-guards, vector/brace/paren/pipe operands, call sequences in ``{ }`` scopes, and every opcode:
-unknown opcodes are kept as generic instructions whose first operand is the destination.
+guards, vector/brace/paren/pipe operands, call sequences in ``{ }`` scopes, and every opcode
+of PTX ISA 9.x (checked strictly: see :func:`parse`; a lenient parse keeps an unknown opcode
+as a generic instruction whose first operand is the destination).
 
 This module holds the entry points and the structure (module directives, functions and their
 parameters, bodies, declarations).  The rest is split by concept: :mod:`ptxforge.ptx.lexer`
@@ -57,11 +58,16 @@ _VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
 _OPAQUE_TYPES = frozenset({".texref", ".samplerref", ".surfref"})
 
 
-def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
+def parse(text: Union[str, bytes], filename: str = "<ptx>", strict: bool = True) -> ir.Module:
     """Parse PTX text into a :class:`~ptxforge.ptx.ir.Module`.
 
     Raises :class:`~ptxforge.errors.ParseError` (with file, line, column and the offending
-    line) for malformed input; never an internal exception.
+    line) for malformed input; never an internal exception.  Strict (the default) also
+    refuses an unknown opcode, an unknown modifier of a known opcode, an undeclared register,
+    a register of the wrong class (a non-predicate guard, a 64-bit register in a 32-bit
+    add, …) and a branch to a missing label.  With ``strict=False`` those are warnings, one
+    ``"file:line:col: message"`` each, in the module's ``warnings``; the instruction is kept,
+    an undeclared register gets the type its name suggests, a missing label leaves the function.
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
@@ -70,14 +76,14 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>") -> ir.Module:
                          file=str(filename), line=0, column=0)
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark (editors on Windows add one)
         text = text[1:]
-    return _Parser(text, filename).module()
+    return _Parser(text, filename, strict).module()
 
 
-def parse_file(path: Union[str, "os.PathLike[str]"]) -> ir.Module:
-    """Parse the PTX file at ``path`` (errors name the file)."""
+def parse_file(path: Union[str, "os.PathLike[str]"], strict: bool = True) -> ir.Module:
+    """Parse the PTX file at ``path`` (errors name the file); ``strict`` as for :func:`parse`."""
     with open(path, "rb") as fh:
         data = fh.read()
-    return parse(data, filename=os.fspath(path))
+    return parse(data, filename=os.fspath(path), strict=strict)
 
 
 
@@ -189,7 +195,7 @@ class _Parser(LineInfoParser, InstructionParser):
         return ir.Module(version=version, target=target, address_size=address_size,
                          globals=tuple(globals_), kernels=tuple(kernels),
                          files=tuple(sorted(self.files.items())), directives=tuple(directives),
-                         layout=tuple(layout))
+                         layout=tuple(layout), warnings=tuple(self.warnings))
 
     def ident_or_directive(self, what: str) -> str:
         tok = self.toks[self.i]
@@ -475,7 +481,7 @@ class _Parser(LineInfoParser, InstructionParser):
                     depth -= 1
                     self.i += 1
                     if depth == 0:
-                        self.labels_check()
+                        stmts.extend(ir.Label(name) for name in self.labels_check())
                         return tuple(stmts), tuple(reg_decls)
                     append(ir.Scope(False))
                     self.block_close()

@@ -6,7 +6,8 @@ of one function body and
 * checks labels as ptxas does: a label defined twice, a branch target (``bra``, ``brx.idx``,
   a ``.branchtargets`` list) that names no label of the function, or one defined inside a
   ``{ }`` block that does not enclose the use, is a :class:`~ptxforge.errors.ParseError` at
-  the offending token (so no error is left for the CFG to find without a position);
+  the offending token (so no error is left for the CFG to find without a position); a
+  lenient parse warns about a missing target instead and defines it at the end of the body;
 * undoes a nested block's ``.reg`` declarations when the block closes, so a name declared in
   a block is a register there and only there (and an outer declaration it shadowed comes back).
 
@@ -87,19 +88,27 @@ class ScopeTracker(TokenCursor):
             if toks[k] != ",":
                 self.label_used(toks[k], k)
 
-    def labels_check(self) -> None:
-        """At the end of a function body: every branch target names a visible label."""
+    def labels_check(self) -> list:
+        """At the end of a function body: every branch target names a visible label.
+
+        Returns the missing targets, which a lenient parse defines at the end of the body (a
+        branch there leaves the function) after warning about each."""
         label_at = self.label_at
+        missing: list = []
         for name, index, chain in self.label_uses:
             where = label_at.get(name)
             if where is None:
                 known = sorted(label_at)
                 shown = ", ".join(known[:8]) + (", …" if len(known) > 8 else "") or "none"
-                raise self.error(f"branch target {name} is not a label of function "
-                                 f"{self.function_name}; expected a label defined as '{name}:' "
-                                 f"in the function (labels defined: {shown})", index)
+                self.problem(f"branch target {name} is not a label of function "
+                             f"{self.function_name}; expected a label defined as '{name}:' "
+                             f"in the function (labels defined: {shown})", index)
+                if name not in missing:
+                    missing.append(name)
+                continue
             if where[1] not in chain:
                 line = self.tk.line_col(self.tk.offset(where[0]))[0]
                 raise self.error(f"branch target {name} is defined at line {line} inside a {{ }} "
                                  "block that does not enclose this use; PTX (and ptxas) allow "
                                  "branches only to labels of the same or an enclosing block", index)
+        return missing
