@@ -440,7 +440,7 @@ def _wait_for(drv, producer: int, consumer) -> None:
         check(drv.cuEventDestroy(event), "cuEventDestroy")
 
 
-def load(source: Union[ir.Module, str, bytes, Any], device: int = 0, *,
+def load(source: Union[ir.Module, str, bytes, Any], device: Union[int, str] = 0, *,
          signatures: Optional[Mapping[str, Sequence[ir.Param]]] = None,
          max_registers: Optional[int] = None) -> LoadedModule:
     """JIT-load ``source`` on ``device`` through the CUDA driver; return a :class:`LoadedModule`.
@@ -451,10 +451,17 @@ def load(source: Union[ir.Module, str, bytes, Any], device: int = 0, *,
     Raises :class:`DeviceError` when there is no GPU/driver, the PTX targets a newer GPU than
     the device, or the driver rejects the code (with the JIT log).
 
+    ``device="emulator"`` runs the kernels on the PTX interpreter instead (no GPU needed,
+    :mod:`ptxforge.launch.emulated`): the same call, NumPy arrays copied in and out.
+
     Example::
 
         mod = load(kernels.saxpy())
         mod["saxpy"](n, 2.0, x, y, grid=(n + 255) // 256, block=256)
     """
+    if device == "emulator":
+        from .emulated import load_emulated
+
+        return load_emulated(source, signatures)  # type: ignore[return-value]
     image = module_image(source, signatures)
     return LoadedModule(image, device, max_registers=max_registers)

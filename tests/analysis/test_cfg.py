@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ptxforge.analysis.cfg import build_cfg
@@ -208,7 +208,6 @@ def reference_loops(cfg) -> list:
     return out
 
 
-@settings(max_examples=300)
 @given(random_cfg_kernels())
 def test_natural_loops_match_networkx_dominators(k):
     cfg = build_cfg(k)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import networkx as nx
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ptxforge.analysis.interference import (
@@ -179,7 +179,6 @@ def ssa_kernels(draw):
     return ir.Kernel("ssa", body=tuple(body))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ssa_kernels())
 def test_ssa_graph_is_chordal_and_smallest_last_is_optimal(k):
     lv = analyze_liveness(k)

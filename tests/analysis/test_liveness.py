@@ -4,7 +4,7 @@ checked against liveness computed straight from the definitions on generated ker
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ptxforge.analysis.cfg import build_cfg
@@ -331,7 +331,6 @@ def branchy_kernels(draw):
     return kernel("\n".join(lines))
 
 
-@settings(max_examples=400)
 @given(branchy_kernels())
 def test_branchy_kernels_match_the_reference(k):
     assert_matches_reference(k)

@@ -66,9 +66,10 @@ def test_a_backend_that_segfaults_raises_instead_of_killing_us():
 
 def test_the_real_nvjitlink_crash_is_caught():
     ptx = nvrtc(OCTREE_WALK, "walk", "sm_80")
-    assert compile_ptx(ptx, "sm_80", max_registers=32, isolate=True)["walk"].registers <= 32
+    assert compile_ptx(ptx, "sm_80", backend="nvjitlink", max_registers=32,
+                       isolate=True)["walk"].registers <= 32
     try:
-        c = compile_ptx(ptx, "sm_80", max_registers=24, isolate=True)
+        c = compile_ptx(ptx, "sm_80", backend="nvjitlink", max_registers=24, isolate=True)
     except CompilerCrashError as exc:
         assert exc.crash.signal == 11
         assert str(exc).startswith("nvJitLink crashed (signal 11, SIGSEGV) at cap 24")

@@ -116,7 +116,7 @@ def test_a_crash_with_nothing_to_retry_with_is_a_crashed_row(monkeypatch, tmp_pa
 
 def test_the_real_nvjitlink_crash_in_a_sweep():
     ptx = nvrtc(OCTREE_WALK, "walk", "sm_80")
-    s = sweep(ptx, "walk", "sm_80", caps=(32, 28, 24))
+    s = sweep(ptx, "walk", "sm_80", caps=(32, 28, 24), backend="nvjitlink")
     crashed = [r for r in s.rows if "crashed" in (r.note or r.error or "")]
     if not crashed:
         pytest.skip("this nvJitLink no longer crashes on the octree walk at caps 28/24")

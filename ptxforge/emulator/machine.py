@@ -1,0 +1,315 @@
+"""The interpreter's core: a decoded kernel (:class:`Program`) run over the threads of its blocks.
+
+Every thread has its own program counter.  Each step picks the lowest program counter among
+the threads that can run and executes that instruction, vectorised with NumPy, for all the
+threads standing there (the active mask; a guard predicate narrows it).  Threads that branch
+elsewhere wait until the lower code is done, so divergent paths reconverge where they meet
+(the immediate post-dominator of structured code).  ``bar.sync`` parks a thread until every
+thread of its block that has not exited is parked, then releases the block; a barrier no
+thread can reach is a deadlock, reported as an :class:`EmulationError`.  Several blocks run
+together in a *wave* (their shared memory kept apart), and waves run one after another.
+
+Example::
+
+    >>> from ptxforge.emulator.machine import Program
+    >>> from ptxforge.dsl import kernels
+    >>> prog = Program(kernels.saxpy().kernel("saxpy"))
+    >>> prog.name, len(prog.code) > 5
+    ('saxpy', True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ptxforge.ptx import ir
+
+from . import ops_float, ops_int, ops_mem, ops_warp
+from .memory import EmulationError, Memory
+from .operands import Decoded, Unsupported, reg_bits, where
+from .values import UINT, immediate
+
+__all__ = ["Program", "Machine", "param_layout", "SUPPORTED", "MAX_STEPS"]
+
+_CONTROL = ("bra", "ret", "exit", "bar", "barrier", "trap", "call", "brkpt")
+SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
+                         | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
+                         | set(ops_warp.FAMILIES) | {"bra", "ret", "exit", "bar", "barrier"}))
+MAX_STEPS = 2_000_000
+_VAR_ALIGN = 16
+
+
+def _layout(decls, start: int = 0) -> tuple[dict, int]:
+    """Offsets of variables laid out in order (each at its alignment): (name -> offset, end)."""
+    out, at = {}, start
+    for v in decls:
+        align = v.align or max(v.type.bits // 8, 1)
+        count = 1
+        for dim in v.dims:
+            count *= dim if dim is not None else 0
+        at = -(-at // align) * align
+        out[v.name] = at
+        at += count * max(v.type.bits // 8, 1) * (v.vector or 1)
+    return out, at
+
+
+def var_size(var: ir.VarDecl) -> int:
+    """Bytes a variable occupies (an unsized array: 0)."""
+    count = 1
+    for dim in var.dims:
+        count *= dim or 0
+    return max(var.type.bits // 8, 1) * count * (var.vector or 1)
+
+
+def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
+    """The initializer of a variable (``= {1, 2}``) as bytes; zeros when it has none.
+
+    ``address_of(name)`` gives the address of a variable named in the initializer
+    (``generic($str)`` or ``$str``).
+    """
+    size = var_size(var)
+    if not var.init:
+        return bytes(size)
+    elem = max(var.type.bits // 8, 1)
+    text = var.init.strip().lstrip("=").strip()
+    vals = []
+    for tok in (t.strip() for t in text.replace("{", "").replace("}", "").split(",") if t.strip()):
+        if tok[:2] in ("0f", "0F", "0d", "0D"):
+            vals.append(int(tok[2:], 16).to_bytes(elem, "little"))
+            continue
+        name = tok[8:-1].strip() if tok.startswith("generic(") and tok.endswith(")") else tok
+        if name and (name[0].isalpha() or name[0] in "_$%"):
+            if address_of is None:
+                raise Unsupported(f"initializer {tok!r} of {var.name}")
+            vals.append((address_of(name) % (1 << (8 * elem))).to_bytes(elem, "little"))
+            continue
+        num = float(tok) if any(ch in tok.lower() for ch in ".e") and not tok.lower().startswith(
+            "0x") else int(tok, 0)
+        vals.append(immediate(num, var.type).tobytes())
+    data = b"".join(vals)
+    return data + bytes(max(size - len(data), 0))
+
+
+class Program:
+    """A kernel decoded for the interpreter: executors, branch targets, variable layouts.
+
+    ``symbols`` maps module-level variable names to ``(space, address)``; ``shared_globals``
+    are the module's ``.shared`` variables (laid out first in every block's shared memory);
+    ``lines`` maps ``id(instruction)`` to its line in the PTX text, for messages.
+    """
+
+    def __init__(self, kernel: ir.Kernel, symbols: "dict | None" = None,
+                 shared_globals: tuple = (), lines: "dict | None" = None) -> None:
+        self.name = kernel.name
+        self.kernel = kernel
+        insts, labels, shared, local = [], {}, [], []
+        for st in kernel.body or ():
+            if isinstance(st, ir.Label):
+                labels[st.name] = len(insts)
+            elif isinstance(st, ir.Instruction):
+                insts.append(st)
+            elif isinstance(st, ir.VarDecl) and st.space in ("shared", "local"):
+                (shared if st.space == "shared" else local).append(st)
+        self.insts = insts
+        self.labels = labels
+        lines = lines or {}
+        self.lines = [lines.get(id(i)) for i in insts]
+        syms = dict(symbols or {})
+        dyn = [v for v in tuple(shared_globals) + tuple(shared) if v.dims and v.dims[-1] is None]
+        static = [v for v in tuple(shared_globals) + tuple(shared) if v not in dyn]
+        offsets, end = _layout(static)
+        for v in dyn:
+            align = v.align or _VAR_ALIGN
+            end = -(-end // align) * align
+            offsets[v.name] = end
+        self.static_shared = end
+        syms.update({n: ("shared", o) for n, o in offsets.items()})
+        loc_off, self.local_size = _layout(local)
+        syms.update({n: ("local", o) for n, o in loc_off.items()})
+        self.param_offsets, self.param_size = param_layout(kernel.params)
+        syms.update({n: ("param", o) for n, o in self.param_offsets.items()})
+        self.symbols = syms
+        self.registers: dict = {}
+        for inst in insts:
+            for reg in list(inst.defs) + list(inst.uses):
+                self.registers[reg.name] = reg_bits(reg)
+        self.code = [self._decode(inst, pc) for pc, inst in enumerate(insts)]
+
+    def where(self, pc: int) -> str:
+        """``file:line: opcode`` of instruction ``pc``."""
+        return where(self.insts[pc], self.lines[pc])
+
+    def _decode(self, inst: ir.Instruction, pc: int) -> tuple:
+        guard = (inst.guard.register.name, inst.guard.negated) if inst.guard else None
+        d = Decoded.of(inst.opcode)
+        fam = d.family
+        try:
+            if fam == "bra":
+                label = inst.operands[0]
+                if not isinstance(label, ir.LabelRef) or label.name not in self.labels:
+                    raise Unsupported(f"branch target {label!r}")
+                return 1, guard, self.labels[label.name]
+            if fam in ("ret", "exit"):
+                return 2, guard, None
+            if fam in ("bar", "barrier"):
+                if d.has("warp"):
+                    return 0, guard, lambda m, idx: None
+                if d.has("arrive", "red") or len(inst.operands) > 1:
+                    raise Unsupported("only bar.sync / barrier.sync of a whole block")
+                return 3, guard, None
+            return 0, guard, _builder(d)(d, inst, self.symbols)
+        except (Unsupported, KeyError, ValueError, IndexError, StopIteration) as exc:
+            why = str(exc) or type(exc).__name__
+            return 4, guard, (f"{self.where(pc)}: the emulator does not support this "
+                              f"instruction ({why}); it supports the families "
+                              f"{', '.join(SUPPORTED)}")
+
+
+def param_layout(params) -> tuple[dict, int]:
+    """Kernel parameter offsets as ptxas lays them out (each at its alignment) and the size."""
+    out, at = {}, 0
+    for p in params:
+        size = max(p.type.bits // 8, 1)
+        count = 1
+        for dim in p.dims:
+            count *= dim or 0
+        align = p.align or size
+        at = -(-at // align) * align
+        out[p.name] = at
+        at += size * count
+    return out, at
+
+
+def _builder(d: Decoded):
+    fam = d.family
+    if fam in ops_float.ANY_TYPE:
+        return ops_float.ANY_TYPE[fam]
+    is_float = bool(d.types) and d.types[-1].is_float
+    if fam in ("add", "sub") and d.has("cc") and not is_float:
+        return ops_int.CARRY_FORMS[fam]
+    if is_float and fam in ops_float.FAMILIES:
+        return ops_float.FAMILIES[fam]
+    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES):
+        if fam in table:
+            return table[fam]
+    if fam in ops_float.FAMILIES:
+        return ops_float.FAMILIES[fam]
+    raise Unsupported(f"unknown instruction family {fam!r}")
+
+
+class Machine:
+    """One wave of blocks in flight: registers, program counters, carry flags, special registers."""
+
+    def __init__(self, prog: Program, mem: Memory, blocks: list, block_dim: tuple,
+                 grid_dim: tuple, dyn_smem: int) -> None:
+        self.prog = prog
+        self.mem = mem
+        nb = len(blocks)
+        bx, by, bz = block_dim
+        per = bx * by * bz
+        n = nb * per
+        self.n = n
+        lin = np.tile(np.arange(per, dtype=np.int64), nb)
+        slot = np.repeat(np.arange(nb, dtype=np.int64), per)
+        self.slot = slot
+        tid = (lin % bx, (lin // bx) % by, lin // (bx * by))
+        cta = np.array(blocks, dtype=np.int64).reshape(nb, 3)
+        self._special = {
+            "%tid.x": tid[0], "%tid.y": tid[1], "%tid.z": tid[2],
+            "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
+            "%ctaid.x": cta[slot, 0], "%ctaid.y": cta[slot, 1], "%ctaid.z": cta[slot, 2],
+            "%nctaid.x": grid_dim[0], "%nctaid.y": grid_dim[1], "%nctaid.z": grid_dim[2],
+            "%laneid": lin % 32, "%warpid": lin // 32, "%nwarpid": -(-per // 32),
+            "%smid": 0, "%nsmid": 1, "%gridid": 0,
+            "%dynamic_smem_size": dyn_smem, "%total_smem_size": prog.static_shared + dyn_smem,
+            "%lanemask_eq": np.uint64(1) << (lin % 32).astype(np.uint64),
+        }
+        lane = (lin % 32).astype(np.uint64)
+        self._special["%lanemask_lt"] = (np.uint64(1) << lane) - np.uint64(1)
+        self._special["%lanemask_le"] = (np.uint64(1) << (lane + np.uint64(1))) - np.uint64(1)
+        self._special["%lanemask_ge"] = (~self._special["%lanemask_lt"]) & np.uint64(0xFFFFFFFF)
+        self._special["%lanemask_gt"] = (~self._special["%lanemask_le"]) & np.uint64(0xFFFFFFFF)
+        self.lane = lin % 32
+        self.warp_id = slot * 64 + lin // 32
+        self.warp_base = np.arange(n, dtype=np.int64) - self.lane
+        self.warp_len = np.minimum(per - (lin - self.lane), 32)
+        self.regs = {name: np.zeros(n, bool if bits == 1 else UINT[bits])
+                     for name, bits in prog.registers.items()}
+        self.cc = np.zeros(n, np.uint8)
+        self.pc = np.zeros(n, np.int64)
+        self.exited = np.zeros(n, bool)
+        self.waiting = np.zeros(n, bool)
+        self.steps = 0
+        self._pc_now = 0
+
+    def special(self, name: str, idx: np.ndarray) -> np.ndarray:
+        """Special register ``name`` for threads ``idx``."""
+        if name in ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo"):
+            return np.full(len(idx), self.steps, np.uint64)
+        value = self._special.get(name)
+        if value is None:
+            raise EmulationError(f"{self.where('')}: special register {name} is not emulated")
+        if np.ndim(value) == 0:
+            return np.full(len(idx), value)
+        return value[idx]
+
+    def where(self, opcode: str) -> str:
+        return self.prog.where(self._pc_now)
+
+    def run(self) -> None:
+        """Run every thread of the wave to its exit."""
+        prog, code = self.prog, self.prog.code
+        ncode = len(code)
+        with np.errstate(all="ignore"):
+            while True:
+                live = ~(self.exited | self.waiting)
+                if not live.any():
+                    if not self.waiting.any():
+                        return
+                    if not self._release():
+                        at = prog.where(int(self.pc[self.waiting][0]) - 1)
+                        raise EmulationError(f"kernel {prog.name!r}: deadlock: threads wait at "
+                                             "a barrier that the rest of their block never "
+                                             f"reaches ({at})")
+                    continue
+                pcs = self.pc[live]
+                p = int(pcs.min())
+                if p >= ncode:
+                    raise EmulationError(f"kernel {prog.name!r}: threads ran off the end of the "
+                                         "code without ret or exit")
+                idx = np.flatnonzero(live & (self.pc == p))
+                self._pc_now = p
+                self.steps += 1
+                if self.steps > MAX_STEPS:
+                    raise EmulationError(f"kernel {prog.name!r}: more than {MAX_STEPS} steps "
+                                         f"(an endless loop?) at {prog.where(p)}")
+                kind, guard, payload = code[p]
+                take = idx
+                if guard is not None:
+                    name, neg = guard
+                    g = self.regs[name][idx].astype(bool)
+                    take = idx[~g] if neg else idx[g]
+                self.pc[idx] = p + 1
+                if kind == 0:
+                    if len(take):
+                        payload(self, take)
+                elif kind == 1:  # bra
+                    self.pc[take] = payload
+                elif kind == 2:  # ret / exit
+                    self.exited[take] = True
+                elif kind == 3:  # bar.sync
+                    self.waiting[take] = True
+                    self._release()
+                else:
+                    raise EmulationError(payload)
+
+    def _release(self) -> bool:
+        """Free the blocks whose every non-exited thread waits at a barrier."""
+        nb = int(self.slot[-1]) + 1
+        alive = np.bincount(self.slot[~self.exited], minlength=nb)
+        parked = np.bincount(self.slot[self.waiting], minlength=nb)
+        ready = (parked == alive) & (parked > 0)
+        if not ready.any():
+            return False
+        self.waiting &= ~ready[self.slot]
+        return True

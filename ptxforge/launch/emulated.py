@@ -1,0 +1,154 @@
+"""``load(..., device="emulator")``: the launch API of :mod:`ptxforge.launch.loader` on the
+PTX interpreter (:mod:`ptxforge.emulator`), so a test checks a kernel the same way with or
+without a GPU.
+
+Arguments are bound and checked exactly as for a GPU launch (:func:`~.args.bind_args`); NumPy
+arrays are copied into the emulator's memory before the launch and back after it.  Device
+arrays (CUDA array interface, DLPack on a GPU) and streams have no meaning here and are
+refused with a :class:`~ptxforge.errors.LaunchError`.
+
+Example::
+
+    >>> import numpy as np
+    >>> from ptxforge.dsl import kernels
+    >>> from ptxforge.launch.loader import load
+    >>> x = np.arange(8, dtype=np.float32); y = np.ones(8, np.float32)
+    >>> load(kernels.saxpy(), device="emulator")["saxpy"](8, 2.0, x, y, grid=1, block=32)
+    >>> y.tolist()
+    [1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from ptxforge.errors import LaunchError
+from ptxforge.ptx import ir
+
+from .args import HostArg, ScalarArg, bind_args, check_launch_dims, pack_param_buffer
+from .image import module_image
+
+__all__ = ["EmulatedModule", "EmulatedKernel", "load_emulated"]
+
+
+class EmulatedModule:
+    """A module on the interpreter; ``module["name"]`` is an :class:`EmulatedKernel`."""
+
+    __slots__ = ("emulator", "image", "device")
+
+    def __init__(self, source: Union[ir.Module, str, bytes, Any],
+                 signatures: Optional[Mapping[str, Sequence[ir.Param]]] = None) -> None:
+        from ptxforge.emulator import Emulator
+
+        image = module_image(source, signatures)
+        if image.kind != "ptx":
+            raise LaunchError(f"the emulator runs PTX (an ir.Module or PTX text), not a "
+                              f"{image.kind}")
+        self.image = image
+        self.device = "emulator"
+        self.emulator = Emulator(source if isinstance(source, ir.Module) else image.ptx)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Entry names whose signatures are known."""
+        return tuple(self.image.signatures)
+
+    def kernel(self, name: str, params: Optional[Sequence[ir.Param]] = None) -> "EmulatedKernel":
+        """The kernel ``name``; ``params`` gives its signature when the source carries none."""
+        if params is None:
+            if name not in self.image.signatures:
+                known = ", ".join(self.image.signatures) or "none"
+                raise LaunchError(f"no kernel named {name!r} in this module (entries: {known})")
+            params = self.image.signatures[name]
+        return EmulatedKernel(self, name, tuple(params))
+
+    def __getitem__(self, name: str) -> "EmulatedKernel":
+        return self.kernel(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.image.signatures
+
+    def unload(self) -> None:
+        """Nothing to free (kept for the GPU module's API)."""
+
+    def __enter__(self) -> "EmulatedModule":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.unload()
+
+    def __repr__(self) -> str:
+        return f"<EmulatedModule: {', '.join(self.names)}>"
+
+
+class EmulatedKernel:
+    """A kernel on the interpreter, called like :class:`~.loader.LoadedKernel`:
+    ``kernel(*args, grid=, block=, shared_mem=0, **named_args)``."""
+
+    __slots__ = ("module", "name", "params", "max_threads_per_block", "_required")
+
+    def __init__(self, module: EmulatedModule, name: str, params: tuple) -> None:
+        self.module = module
+        self.name = name
+        self.params = params
+        kernel = module.emulator.program(name).kernel  # decoded now: unknown names fail here
+        dirs = dict(kernel.directives)
+        self.max_threads_per_block = 1024
+        for key in (".maxntid", ".reqntid"):
+            if key in dirs:
+                dims = tuple(dirs[key]) + (1,) * (3 - len(dirs[key]))
+                self.max_threads_per_block = min(self.max_threads_per_block,
+                                                 dims[0] * dims[1] * dims[2])
+        self._required = tuple(dirs[".reqntid"]) if ".reqntid" in dirs else None
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple:
+        """Convert and check arguments (what a call does first)."""
+        return bind_args(ir.Kernel(self.name, params=self.params), args, kwargs)
+
+    def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
+                 stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
+        if grid is None or block is None:
+            raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
+        if stream is not None:
+            raise LaunchError(f"kernel {self.name!r}: the emulator has no streams "
+                              f"(got stream={stream!r})")
+        g, b, smem = check_launch_dims(grid, block, shared_mem,
+                                       max_threads=self.max_threads_per_block)
+        if self._required is not None:
+            want = tuple(self._required) + (1,) * (3 - len(self._required))
+            if b != want:
+                raise LaunchError(f"kernel {self.name!r} requires block {want} (.reqntid), "
+                                  f"got {b}")
+        bound = self.bind(*args, **kwargs)
+        emu = self.module.emulator
+        ptrs, copies = {}, []
+        for index, arg in enumerate(bound):
+            if isinstance(arg, HostArg):
+                addr = emu.alloc(arg.nbytes)
+                if arg.nbytes:
+                    emu.write(addr, arg.array.tobytes())
+                ptrs[index] = addr
+                copies.append((arg, addr))
+            elif not isinstance(arg, ScalarArg):
+                raise LaunchError(f"kernel {self.name!r}: parameter {arg.param.name!r} is a "
+                                  "device array; the emulator takes NumPy arrays")
+        emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem)
+        import numpy as np
+
+        for arg, addr in copies:
+            if arg.writeback and arg.nbytes:
+                data = np.frombuffer(emu.read(addr, arg.nbytes), arg.array.dtype)
+                arg.array[...] = data.reshape(arg.array.shape)
+                if arg.target is not arg.array:
+                    arg.target[...] = arg.array
+
+    launch = __call__
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{p.name}: {p.type}{'*' if p.pointer else ''}" for p in self.params)
+        return f"<EmulatedKernel {self.name}({sig}) on the emulator>"
+
+
+def load_emulated(source, signatures=None) -> EmulatedModule:
+    """``load(source, device="emulator")``."""
+    return EmulatedModule(source, signatures)
