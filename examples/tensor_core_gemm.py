@@ -8,9 +8,9 @@ while the current one feeds ``ldmatrix`` and ``mma``).
 
 It prints, for each warp tile, the accumulator registers, ptxforge's peak-pressure estimate,
 what ptxas 13.5 assigns (registers, spills) and the occupancy that gives on sm_80, then the
-pressure report of one tile.  Results are compile-time figures: the kernel is unverified on
-hardware (and ptxforge's interpreter has no mma / ldmatrix / cp.async yet), so its output
-has not been checked against NumPy; the figures do not need a GPU.
+pressure report of one tile.  Results are compile-time figures (they need no GPU).  The
+kernel's output is checked bit for bit against NumPy on ptxforge's PTX interpreter
+(tests/emulator/test_tensor_gemm.py) but is unverified on hardware: no GPU has run it.
 
     python examples/tensor_core_gemm.py           # all tiles
     python examples/tensor_core_gemm.py --quick   # three tiles
@@ -141,7 +141,8 @@ def main(argv=None) -> int:
     tiles = QUICK_TILES if "--quick" in argv else TILES
     print(f"tensor-core GEMM (mma.sync m16n8k16 f16 -> f32, ldmatrix, cp.async double buffer), "
           f"{TARGET}, {THREADS} threads per block")
-    print("compile-time figures from ptxas 13.5; results unverified on hardware (no GPU run)")
+    print("compile-time figures from ptxas 13.5; results checked against NumPy on the PTX "
+          "interpreter, unverified on hardware (no GPU run)")
     print()
     head = ("warp tile", "block tile of C", "acc regs", "estimate", "ptxas regs",
             "spill st/ld B", "smem B", "blocks/SM", "occupancy", "limited by")

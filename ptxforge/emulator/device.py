@@ -121,7 +121,10 @@ class Emulator:
         """The decoded kernel ``name`` (decoded once)."""
         if name not in self._programs:
             kernel = self.module.kernel(name)
-            self._programs[name] = Program(kernel, self.symbols, self._shared, self._lines)
+            functions = {k.name: k for k in self.module.kernels
+                         if not k.is_entry and k.body is not None}
+            self._programs[name] = Program(kernel, self.symbols, self._shared, self._lines,
+                                           functions)
         return self._programs[name]
 
     def alloc(self, nbytes: int) -> int:

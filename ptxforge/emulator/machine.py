@@ -24,7 +24,8 @@ import numpy as np
 
 from ptxforge.ptx import ir
 
-from . import ops_float, ops_int, ops_mem, ops_warp
+from . import ops_float, ops_int, ops_mem, ops_tensor, ops_warp
+from .calls import inline_calls
 from .memory import EmulationError, Memory
 from .operands import Decoded, Unsupported, reg_bits, where
 from .values import UINT, immediate
@@ -34,7 +35,8 @@ __all__ = ["Program", "Machine", "param_layout", "SUPPORTED", "MAX_STEPS"]
 _CONTROL = ("bra", "ret", "exit", "bar", "barrier", "trap", "call", "brkpt")
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
-                         | set(ops_warp.FAMILIES) | {"bra", "ret", "exit", "bar", "barrier"}))
+                         | set(ops_warp.FAMILIES) | set(ops_tensor.FAMILIES)
+                         | {"bra", "ret", "exit", "bar", "barrier"}))
 MAX_STEPS = 2_000_000
 _VAR_ALIGN = 16
 
@@ -99,11 +101,13 @@ class Program:
     """
 
     def __init__(self, kernel: ir.Kernel, symbols: "dict | None" = None,
-                 shared_globals: tuple = (), lines: "dict | None" = None) -> None:
+                 shared_globals: tuple = (), lines: "dict | None" = None,
+                 functions: "dict | None" = None) -> None:
         self.name = kernel.name
         self.kernel = kernel
         insts, labels, shared, local = [], {}, [], []
-        for st in kernel.body or ():
+        body, origin = inline_calls(kernel, functions or {})
+        for st in body:
             if isinstance(st, ir.Label):
                 labels[st.name] = len(insts)
             elif isinstance(st, ir.Instruction):
@@ -113,7 +117,7 @@ class Program:
         self.insts = insts
         self.labels = labels
         lines = lines or {}
-        self.lines = [lines.get(id(i)) for i in insts]
+        self.lines = [lines.get(id(origin.get(id(i), i))) for i in insts]
         syms = dict(symbols or {})
         dyn = [v for v in tuple(shared_globals) + tuple(shared) if v.dims and v.dims[-1] is None]
         static = [v for v in tuple(shared_globals) + tuple(shared) if v not in dyn]
@@ -182,6 +186,8 @@ def param_layout(params) -> tuple[dict, int]:
 
 def _builder(d: Decoded):
     fam = d.family
+    if fam == "call":
+        raise Unsupported("a call that is recursive, indirect or to a function without a body")
     if fam in ops_float.ANY_TYPE:
         return ops_float.ANY_TYPE[fam]
     is_float = bool(d.types) and d.types[-1].is_float
@@ -189,7 +195,7 @@ def _builder(d: Decoded):
         return ops_int.CARRY_FORMS[fam]
     if is_float and fam in ops_float.FAMILIES:
         return ops_float.FAMILIES[fam]
-    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES):
+    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES):
         if fam in table:
             return table[fam]
     if fam in ops_float.FAMILIES:
@@ -239,6 +245,8 @@ class Machine:
         self.pc = np.zeros(n, np.int64)
         self.exited = np.zeros(n, bool)
         self.waiting = np.zeros(n, bool)
+        self.async_group = np.zeros(n, np.int64)   # cp.async groups committed per thread
+        self.async_pending: list = []               # copies not yet written (ops_tensor)
         self.steps = 0
         self._pc_now = 0
 

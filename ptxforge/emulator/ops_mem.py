@@ -39,6 +39,15 @@ def _space(d) -> str:
     return "generic"
 
 
+def _space_of(d, op, symbols) -> str:
+    """The state space of an access; ``.param`` of a call's argument is per-thread ``.local``."""
+    space = _space(d)
+    if space == "param" and isinstance(op, ir.Address) and isinstance(op.base, ir.Symbol) \
+            and symbols.get(op.base.name, ("",))[0] == "local":
+        return "local"
+    return space
+
+
 def _vec(d) -> int:
     for n in (2, 4, 8):
         if d.has(f"v{n}"):
@@ -52,7 +61,7 @@ def _elements(op):
 
 def _build_ld(d, inst, symbols):
     ty = d.type
-    space, n = _space(d), _vec(d)
+    space, n = _space_of(d, inst.operands[1], symbols), _vec(d)
     if ty.bits == 128:
         raise Unsupported("128-bit loads")
     dsts = [writer(o, ty) for o in _elements(inst.operands[0])]
@@ -73,7 +82,7 @@ def _build_ld(d, inst, symbols):
 
 def _build_st(d, inst, symbols):
     ty = d.type
-    space, n = _space(d), _vec(d)
+    space, n = _space_of(d, inst.operands[0], symbols), _vec(d)
     if ty.bits == 128:
         raise Unsupported("128-bit stores")
     srcs = [reader(o, ty, symbols) for o in _elements(inst.operands[1])]

@@ -134,8 +134,10 @@ class Sweep:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
 
     def to_text(self) -> str:
-        head = (f"register-cap sweep: {self.kernel} on {self.target}, {self.block_size} threads/block"
-                f" ({self.backend})")
+        from ptxforge.ptx.demangle import demangle_function
+
+        head = (f"register-cap sweep: {demangle_function(self.kernel)} on {self.target}, "
+                f"{self.block_size} threads/block ({self.backend})")
         cols = ("cap", "regs", "spill st", "spill ld", "stack", "blocks/SM", "occupancy", "limited by")
         lines = [head, "  ".join(f"{c:>9}" for c in cols)]
         reasons, row_notes = [], []

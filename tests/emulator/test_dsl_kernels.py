@@ -74,6 +74,12 @@ def test_modadd256(count):
 
 @pytest.fixture(scope="module")
 def demo():
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
     import register_allocation
 
     return register_allocation

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxforge.arch.occupancy import occupancy
-
+from by_hand import blocks_per_sm
 from cli_util import run, run_json
 from corpus_util import compile_cu, corpus_ptx
 
@@ -105,7 +104,7 @@ def test_block_defaults_to_the_kernels_launch_bounds(capsys, files):
     assert (plain["block_size"], plain["block_source"]) == (256, "default")
     regs = _kernel(doc, "bounded")["ptxas"]["registers"]
     assert bounded["launchable"] is True
-    assert bounded["blocks_per_sm"] == occupancy(regs, 128, "sm_80", max_threads=128).active_blocks
+    assert bounded["blocks_per_sm"] == blocks_per_sm(regs, 128, max_threads=128)[0]
     code, out, err = run(capsys, "analyze", files["bounds"])
     assert "at 256 threads/block (bounded: 128, its .maxntid)" in out.splitlines()[0]
     assert "resources (sm_80, 128 threads/block from its .maxntid)" in out
@@ -139,9 +138,9 @@ def test_smem_enters_occupancy(capsys, files, extra):
     k = _kernel(doc, "plain")
     occ = k["occupancy"]
     regs = occ["registers"]
-    want = occupancy(regs, 256, "sm_80", dynamic_shared=49152)
+    want, _ = blocks_per_sm(regs, 256, shared=49152)           # by hand, not occupancy()
     assert occ["dynamic_shared"] == 49152 and occ["shared"] == 49152
-    assert occ["blocks_per_sm"] == want.active_blocks == 3     # 164 KB / (48 KB + 1 KB)
+    assert occ["blocks_per_sm"] == want == 3                   # 164 KB / (48 KB + 1 KB)
     assert occ["limiter"] == "shared_memory" and base["occupancy"]["blocks_per_sm"] == 8
     code, out, err = run(capsys, "analyze", files["bounds"], "--smem", "49152", *extra)
     assert "49,152 bytes shared (49,152 dynamic)" in out
@@ -152,8 +151,7 @@ def test_smem_in_sweep_and_compare(capsys, files):
                    "--only-caps", "--smem", "49152")
     assert doc["dynamic_shared"] == 49152
     for row in doc["kernels"][0]["sweep"]["rows"]:
-        assert row["blocks_per_sm"] == occupancy(row["registers"], 256, "sm_80",
-                                                 dynamic_shared=49152).active_blocks == 3
+        assert row["blocks_per_sm"] == blocks_per_sm(row["registers"], 256, shared=49152)[0] == 3
     doc = run_json(capsys, "compare", files["bounds"], files["bounds"], "--smem", "49152",
                    "--no-compile")
     assert doc["a"]["dynamic_shared"] == 49152
