@@ -33,6 +33,8 @@ JSON form (``"schema": "ptxforge.analyze/1"``; see ``docs/cli.md``)::
                       body_registers, body_spill_stores, body_spill_loads,
                       body_stack_frame, callees: [str]},
                       (values null when not compiled, or when ptxas kept no code for a .func)
+              gap: [{reason, registers}] | null  (REGCOUNT - estimate from the SASS, when
+                                                 compiled and nvdisasm read it)
               occupancy: {basis, registers, register_limit, block_size, block_source,
                           shared, dynamic_shared, blocks_per_sm, occupancy, limiter,
                           limiters, active_warps, max_warps, launchable, reason, to_gain,
@@ -176,6 +178,8 @@ class KernelAnalysis:
     callers: tuple = ()                    # for a .func: the functions that call it
     mode_note: Optional[str] = None        # relocatable vs whole-program (toolchain.modes)
     prediction: Optional[Prediction] = None  # ptxas's count predicted from the PTX
+    gap: Optional[object] = None           # reports.gap.Gap: REGCOUNT - estimate, from the SASS
+    gap_note: Optional[str] = None         # why the notes are the PTX's guesses (no SASS)
 
     @property
     def estimate(self) -> Estimate:
@@ -202,8 +206,9 @@ class KernelAnalysis:
         """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
         if self.stats is None:
             return None
-        c = compare_with_ptxas(self.estimate, self.stats, block_size=self.block_size, target=self.arch,
-                    kernel=self.kernel, dynamic_shared=self.dynamic_shared)
+        c = compare_with_ptxas(self.estimate, self.stats, block_size=self.block_size,
+                               target=self.arch, kernel=self.kernel,
+                               dynamic_shared=self.dynamic_shared, gap=self.gap)
         if not self.is_entry:  # a .func is not launched: no occupancy to compare
             c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
         return c
@@ -231,6 +236,8 @@ class KernelAnalysis:
             out.append(text)
         if self.comparison is not None:
             out += self.comparison.notes(general=False)
+        if self.gap_note:
+            out.append(self.gap_note)
         if self.mode_note:
             out.append(self.mode_note)
         return tuple(out)
@@ -281,6 +288,8 @@ class KernelAnalysis:
             "prediction": None if self.prediction is None else self.prediction.to_dict(),
             "ptxas": ptxas,
             "occupancy": occ,
+            "gap": None if self.gap is None else [
+                {"reason": r.reason, "registers": r.registers} for r in self.gap.reasons],
             "notes": list(self.notes()),
         }
 
@@ -415,18 +424,22 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
         raise PtxforgeError(f"dynamic shared memory must be an int >= 0 bytes, got "
                             f"{dynamic_shared!r}")
     chosen = _select(module, kernel, file)
-    compiled, by_name, banks, mode_notes = None, {}, {}, {}
+    compiled, by_name, banks, mode_notes, gaps, gap_note = None, {}, {}, {}, {}, None
     if compile:
         from ptxforge.toolchain.compile import CompileOptions, compile_ptx
         from ptxforge.toolchain.modes import prune_to, relocatable_notes
 
-        options = prune_to(options or CompileOptions(), chosen, module)
+        # line info for the SASS trace: it does not change the code (tests/reports/
+        # test_analyze_gap.py checks every corpus kernel's SASS and registers)
+        options = attrs.evolve(prune_to(options or CompileOptions(), chosen, module),
+                               line_info=True)
         compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
                                options=options, isolate=isolate)
         by_name = {s.name: s for s in compiled.kernels}
         banks = _constant_banks(compiled)
         if compiled.mode == "relocatable":
             mode_notes = relocatable_notes(compiled, module if ptx is None else ptx, tgt)
+        gaps, gap_note = _sass_gaps(compiled, module, ptx, [k for k in chosen if k.is_entry])
     out, funcs = [], None
     unknown = unknown_arch_reason(tgt)
     for k in chosen:
@@ -461,7 +474,7 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
                     "on its own, so it has no occupancy; its registers and stack count toward "
                     "each kernel that calls it"
                     + (f" ({', '.join(map(display_name, callers))})" if callers
-                       else " (none in this file calls it)"))
+                       else _no_caller_note(module, k.name)))
         elif unknown is None:
             lim = launch_limits(k, stats)
             est = min(pressure.peak.units, register_limit(tgt))
@@ -472,7 +485,9 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
         out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
                                   occ_est, cliffs, k, note, block_source, dynamic_shared, local,
                                   cb0, params, stats_note, callers, mode_notes.get(k.name),
-                                  predict_registers(k, live_units=pressure.peak.units, target=tgt)))
+                                  predict_registers(k, live_units=pressure.peak.units, target=tgt),
+                                  gaps.get(k.name),
+                                  gap_note if compiled is not None and k.is_entry else None))
     note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
     notes = tuple(n for n in (arch_note, note) if n)
     notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse
@@ -484,6 +499,51 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
                           dynamic_shared, tool,
                           compiled.tool_version_text if compiled is not None else None,
                           compiled.mode if compiled is not None else None)
+
+
+def _no_caller_note(module: ir.Module, name: str) -> str:
+    """The end of a ``.func``'s note when no ``call`` names it: its address taken (a call
+    through a function pointer) or none."""
+    import re
+
+    word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+    takers = [f"the initializer of {v.name}" for v in module.globals
+              if getattr(v, "init", None) and word.search(v.init)]
+    takers += [display_name(f.name) for f in module.kernels
+               if any(inst.family != "call" and any(isinstance(op, ir.Symbol) and op.name == name
+                                                    for op in inst.operands)
+                      for inst in f.instructions)]
+    if takers:
+        return (" (called through a function pointer: its address is taken in "
+                f"{', '.join(takers)})")
+    return " (none in this file calls it)"
+
+
+def _sass_gaps(compiled, module: ir.Module, ptx, entries) -> tuple:
+    """``({kernel: Gap}, note)``: REGCOUNT − estimate per entry, explained from the SASS (one
+    nvdisasm run for the module); no gaps and a note saying why when the SASS is unread."""
+    if not entries or compiled.cubin is None:
+        return {}, None
+    from ptxforge.errors import BackendUnavailableError
+    from ptxforge.toolchain.sass import sass_liveness
+
+    from .sass import kernel_reports
+
+    why = None
+    try:
+        sass = sass_liveness(compiled)
+        if ptx is None:
+            from ptxforge.ptx.emit import emit
+            ptx = emit(module, line_info=True)
+        reports = kernel_reports(compiled, sass, module, ptx, entries)
+    except BackendUnavailableError as exc:
+        why = f"nvdisasm is unavailable ({str(exc).splitlines()[0]})"
+    except PtxforgeError as exc:
+        why = f"the SASS could not be read ({str(exc).splitlines()[0]})"
+    if why is not None:
+        return {}, (f"These notes are guessed from the PTX, not measured on the SASS: {why}; "
+                    "`pip install nvidia-cuda-nvdisasm` for the SASS-derived reasons.")
+    return {r.name: r.gap for r in reports if r.gap is not None}, None
 
 
 _FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "

@@ -29,14 +29,16 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import attrs
 
 from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
-from ptxforge.toolchain.compile import Compiled, KernelStats
+
+if TYPE_CHECKING:  # imported by compare_with_ptxas: analyze --no-compile never loads them
+    from ptxforge.toolchain.compile import KernelStats
 
 __all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXED_OVERHEAD",
            "register_floor_features"]
@@ -111,6 +113,7 @@ class Comparison:
     occupancy_estimate: Optional[Occupancy]   # None: the occupancy table lacks the target
     occupancy_ptxas: Optional[Occupancy]
     features: tuple = ()  # "warp-sync" and/or "call", from the kernel when it was given
+    gap: Optional[object] = None  # reports.gap.Gap: the gap's reasons from the SASS
 
     @property
     def difference(self) -> int:
@@ -195,9 +198,14 @@ class Comparison:
             out.append(f"The stack ({s.stack_frame} bytes) is a lower bound: the call graph "
                        "recurses, so ptxas cannot determine it statically (each recursive "
                        "function counted once); size the stack for the deepest recursion.")
-        floor = self._floor_note()
-        if floor:
-            out.append(floor)
+        if self.gap is not None and self.gap.total == self.difference:
+            # measured from the SASS (reports.gap): these replace the guesses below
+            out += [f"From the SASS: {n}" for n in self.gap.notes()]
+            floor = "sass"
+        else:
+            floor = self._floor_note()
+            if floor:
+                out.append(floor)
         beyond = self.difference - FIXED_OVERHEAD
         if (not s.spills and not floor and self.ratio is not None and self.ratio >= 1.5
                 and beyond >= _SMALL_GAP and beyond >= self.estimate.registers / 2):
@@ -294,12 +302,16 @@ def register_floor_features(kernel) -> tuple:
 
 
 def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
-            dynamic_shared: int = 0, kernel=None) -> Comparison:
+            dynamic_shared: int = 0, kernel=None, gap=None) -> Comparison:
     """Compare a liveness estimate with ptxas's stats for the same kernel.
 
     ``kernel`` (the :class:`~ptxforge.ptx.ir.Kernel`) is optional; given, the notes also explain
     the register floors some instructions set (calls, warp-synchronous instructions).
+    ``gap`` (a :class:`~ptxforge.reports.gap.Gap` from ``sass_report``) makes the notes the
+    gap's reasons measured on the SASS instead of those guessed from the PTX.
     """
+    from ptxforge.toolchain.compile import Compiled, KernelStats
+
     if isinstance(stats, Compiled):
         raise PtxforgeError(f"compare_with_ptxas: expected one kernel's KernelStats, got a Compiled with "
                             f"kernels {[k.name for k in stats.kernels]}; pick one with "
@@ -318,4 +330,4 @@ def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, t
     return Comparison(stats.name, tgt, block_size, est, stats,
                       occupancy(min(est.registers, 255), block_size, tgt, **kw) if known else None,
                       occupancy(stats.registers, block_size, tgt, **kw) if known else None,
-                      register_floor_features(kernel) if kernel is not None else ())
+                      register_floor_features(kernel) if kernel is not None else (), gap)

@@ -7,12 +7,17 @@ Three numbers per kernel, in general registers:
 * **SASS peak**: the most physical registers live at one SASS instruction (nvdisasm's life
   ranges, :mod:`ptxforge.toolchain.sass`) — what ptxas's schedule actually keeps live, R1 (the stack
   pointer every kernel sets up) included;
-* **REGCOUNT**: what the kernel launches with.  Measured with ptxas 13 on sm_75 … sm_120 it
-  is the highest GPR index the code touches + 1 (the *span*) + 2, or the maximum over the
-  kernel's call graph when a callee needs more.
+* **REGCOUNT**: what the kernel launches with.  Measured with ptxas 13.5 (sm_80, sm_90, every
+  corpus kernel, whole-program and relocatable) it is the highest GPR index the kernel's own
+  code touches + 1 + 2, or, when more, the span of the subroutines ptxas compiled into a
+  whole-program kernel (``CALL.REL`` to a ``.func`` or a slow path such as
+  ``__cuda_sm20_div_rn_f64_full``: subroutine code gets no +2, so REGCOUNT can equal the
+  span), or a callee's REGCOUNT (relocatable: ``.func`` callees and, sm_75 … sm_89, the
+  ``__cuda_sm70_*`` warp-sync helpers with 24).
 
 ``span - SASS peak`` are registers left unused below the highest one (allocation holes,
-aligned pairs); ``REGCOUNT - span`` the 2 registers ptxas adds (or the call-graph floor).
+aligned pairs); ``REGCOUNT - span`` the 2 registers ptxas adds (0 … 2 when a subroutine
+holds the highest register, more for a call-graph floor).
 
 JSON (``"schema": "ptxforge.sass/1"``)::
 
@@ -40,19 +45,27 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge._text import clip, plural, table
+from ptxforge._text import clip, plural, short_loc, table
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
+from ptxforge.toolchain.sass_flow import code_spans
 
 from .estimate import Estimate
+from .names import match_kernel, short_labels
+from .peak import display_name, full_name
+from .gap import explain_gap
 from .resources import resolve_target
+from .sass_explain import explain_dict, explain_text
+from .sass_trace import trace_kernel
 
-__all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "sass_report"]
+__all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "kernel_reports",
+           "sass_report"]
 
 SCHEMA = "ptxforge.sass/1"
-#: Registers ptxas 13 counts beyond the highest GPR index + 1 (measured, sm_75 … sm_120).
+#: Registers ptxas 13 counts beyond the highest GPR index + 1 of a kernel's own code (measured,
+#: sm_75 … sm_120; subroutines compiled into a whole-program kernel get none).
 RESERVED = 2
 
 
@@ -68,6 +81,13 @@ class SassKernelReport:
     estimate_index: Optional[int] = None
     estimate_instruction: Optional[str] = None
     stats: Optional[KernelStats] = None
+    trace: Optional[object] = attrs.field(default=None, repr=False)   # sass_trace.KernelTrace
+    gap: Optional[object] = None                                       # gap.Gap
+
+    @property
+    def gap_notes(self) -> tuple:
+        """The gap's reasons as sentences (empty without a PTX estimate)."""
+        return () if self.gap is None else self.gap.notes()
 
     @property
     def regcount(self) -> Optional[int]:
@@ -88,8 +108,19 @@ class SassKernelReport:
         return self.function.span("GPR")
 
     @property
+    def own_span(self) -> int:
+        """Highest GPR + 1 of the kernel's own code (its subroutines left out)."""
+        return code_spans(self.function)[0]
+
+    @property
+    def subroutine_span(self) -> int:
+        """Highest GPR + 1 of the subroutines ptxas compiled into the kernel (0: none)."""
+        return code_spans(self.function)[1]
+
+    @property
     def above_span(self) -> Optional[int]:
-        """REGCOUNT − span (2 unless the call graph needs more)."""
+        """REGCOUNT − span (2, less when a subroutine holds the highest register, more for a
+        call-graph floor)."""
         return None if self.regcount is None else self.regcount - self.span
 
     @property
@@ -102,19 +133,31 @@ class SassKernelReport:
         return None if self.estimate is None else self.estimate.registers - self.sass_peak
 
     def regcount_reason(self) -> str:
-        """Why REGCOUNT is what it is, from the span and the call graph."""
+        """Why REGCOUNT is what it is, from the spans of the kernel's own code and of its
+        subroutines, and the call graph (the rule measured in the module docstring)."""
         r, span = self.regcount, self.span
         if r is None:
             return "the cubin records no REGCOUNT for this kernel"
+        own, sub = code_spans(self.function)
         top = max(self.callees, key=lambda f: (f.regcount or 0, f.name), default=None)
-        if r == span + RESERVED and (top is None or (top.regcount or 0) <= r):
-            return (f"REGCOUNT {r} = highest GPR used (R{span - 1}) + 1 + {RESERVED}"
-                    if span else f"REGCOUNT {r} with no GPR used")
-        if top is not None and top.regcount == r:
+        floor = 0 if top is None else (top.regcount or 0)
+        if not span:
+            return f"REGCOUNT {r} with no GPR used"
+        if r == own + RESERVED and sub <= r and floor <= r:
+            if not sub:
+                return f"REGCOUNT {r} = highest GPR used (R{span - 1}) + 1 + {RESERVED}"
+            return (f"REGCOUNT {r} = highest GPR of the kernel's own code (R{own - 1}) + 1 + "
+                    f"{RESERVED}; its subroutines reach R{sub - 1}")
+        if sub and r == sub and floor <= r:
+            return (f"REGCOUNT {r} = highest GPR used (R{sub - 1}) + 1, in a subroutine ptxas "
+                    f"compiled into the kernel: subroutine code gets no +{RESERVED} (the "
+                    f"kernel's own code needs R{own - 1} + 1 + {RESERVED} = {own + RESERVED})")
+        if top is not None and floor == r:
             return (f"REGCOUNT {r} is the call graph's maximum: {top.name} needs {r} (this "
-                    f"kernel's own span + {RESERVED} is {span + RESERVED})")
+                    f"kernel's own span + {RESERVED} is {own + RESERVED})")
         return (f"REGCOUNT {r} vs highest GPR used + 1 = {span}: {r - span} more, "
-                f"not the {RESERVED} measured elsewhere nor a callee's count")
+                f"not the {RESERVED} measured elsewhere, a subroutine's span nor a callee's "
+                "count")
 
     def to_dict(self, top: int = 10) -> dict:
         f, s, e = self.function, self.stats, self.estimate
@@ -142,6 +185,7 @@ class SassKernelReport:
             "regcount_reason": self.regcount_reason(),
             "call_graph": [{"name": c.name, "regcount": c.regcount, "span": c.span("GPR"),
                             "sass_peak": c.peak("GPR").count} for c in self.callees],
+            **explain_dict(self.trace, self.gap),
         }
 
     def to_text(self, top: int = 10) -> str:
@@ -162,7 +206,9 @@ class SassKernelReport:
                   f"{len(f.used('GPR'))} distinct GPRs used; {self.holes} below the highest "
                   "never live at the peak"),
                  ("ptxas REGCOUNT", self.regcount, self.regcount_reason())]
-        lines = [f"== {self.name} ==", *table(("", "registers", ""), rows, right={1})]
+        title = [f"== {full_name(self.name)} =="] + (
+            [f"mangled name: {self.name}"] if full_name(self.name) != self.name else [])
+        lines = [*title, *table(("", "registers", ""), rows, right={1})]
         preds = f"predicates: SASS peak {f.peak('PRED').count}"
         if e is not None:
             preds += f", estimate {e.predicates}"
@@ -183,11 +229,12 @@ class SassKernelReport:
             lines += ["", f"SASS peak ({peak.count} live GPRs) at {which}:"]
             rows = [(f"{i.offset:#06x}", clip(i.text, 48),
                      "-" if i.ptx_line is None else clip(f"{i.ptx_line}: {i.ptx or ''}", 44),
-                     "-" if i.source is None else clip(str(i.source), 48))
+                     "-" if i.source is None else short_loc(str(i.source), 48))
                     for i in shown]
             lines += table(("offset", "SASS", "PTX line", "source"), rows, right=set())
             lines.append(f"  live at {peak.instructions[0].offset:#06x}: "
                          + " ".join(peak.registers))
+        lines += explain_text(self.trace, self.gap, top)
         return "\n".join(lines) + "\n"
 
 
@@ -220,15 +267,24 @@ class SassReport:
     def to_text(self, top: int = 10) -> str:
         via = f"ptxas via {self.backend}; " if self.backend else ""
         head = [f"{self.file}: {self.arch}; {via}nvdisasm {self.sass.version}", ""]
-        rows = [(k.name, "-" if k.estimate is None else k.estimate.registers, k.sass_peak,
+        labels = short_labels([display_name(k.name) for k in self.kernels], 40)
+        rows = [(label, "-" if k.estimate is None else k.estimate.registers, k.sass_peak,
                  k.span, k.regcount, k.above_span, len(k.callees) or "")
-                for k in self.kernels]
+                for label, k in zip(labels, self.kernels)]
         head += table(("kernel", "estimate", "SASS peak", "span", "REGCOUNT", "REGCOUNT-span",
                        "callees"), rows)
         if not self.sass.line_info and not self.sass.ptx_lines:
             head.append("  (the cubin has no line info: compile with line_info=True for the "
                         "PTX and source lines of the SASS peak)")
         return "\n".join(head) + "\n\n" + "\n".join(k.to_text(top) for k in self.kernels)
+
+
+def _compiled_text(source, module: ir.Module) -> str:
+    """The PTX text ptxas compiled (its line numbers are the SASS's PTX lines)."""
+    if isinstance(source, ir.Module):
+        from ptxforge.ptx.emit import emit
+        return emit(module, line_info=True)
+    return source.decode() if isinstance(source, (bytes, bytearray)) else source
 
 
 def _is_cubin(source) -> bool:
@@ -244,29 +300,32 @@ def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
 
 def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
                 backend: str = "auto", options: Optional[CompileOptions] = None,
-                nvdisasm: Optional[str] = None, file: str = "<ptx>") -> SassReport:
+                nvdisasm: Optional[str] = None, file: str = "<ptx>",
+                strict: bool = True) -> SassReport:
     """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` (default: the
-    PTX's own ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, read its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
+    PTX's own ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, read
+    its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
     each ``.entry`` (or ``kernel``).  Cubin bytes (``\\x7fELF…``) are read as they are: no
     estimate, REGCOUNT from the cubin, the architecture from its header.
 
     Line info does not change the code: with and without ``-lineinfo`` ptxas 13 gives the
-    same SASS and registers for every corpus kernel on sm_80 and sm_90.
+    same SASS and registers for every corpus kernel on sm_80 and sm_90.  ``strict=False``
+    parses leniently (see :func:`ptxforge.ptx.parse.parse`); ptxas still judges the PTX.
     """
     if _is_cubin(source):
         sass = sass_liveness(bytes(source), nvdisasm=nvdisasm)
-        names = [f.name for f in sass.entries] if kernel is None else [kernel]
-        reports = tuple(_kernel_report(n, sass) for n in names)
+        names = [f.name for f in sass.entries] if kernel is None else [
+            match_kernel([f.name for f in sass.entries], kernel, file)]
+        reports = tuple(attrs.evolve(r, trace=trace_kernel(r.function))
+                        for r in (_kernel_report(n, sass) for n in names))
         return SassReport(file, sass.arch, None, sass, reports)
-    from ptxforge.analysis.pressure import analyze_pressure
     from ptxforge.ptx.parse import parse
 
-    module = source if isinstance(source, ir.Module) else parse(source, file)
+    module = source if isinstance(source, ir.Module) else parse(source, file, strict=strict)
     tgt = resolve_target(target, module.target)[0]
     bodies = {k.name: k for k in module.kernels if k.body is not None}
-    if kernel is not None and kernel not in bodies:
-        raise PtxforgeError(f"sass: no kernel named {kernel!r} in {file}; it has: "
-                            f"{', '.join(bodies) or 'none'}")
+    if kernel is not None:  # mangled, demangled or a prefix, as every command takes it
+        kernel = match_kernel(list(bodies), kernel, file)
     chosen = [bodies[kernel]] if kernel is not None else [k for k in bodies.values()
                                                            if k.is_entry]
     if not chosen:
@@ -276,11 +335,27 @@ def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Opt
     compiled = compile_ptx(module if isinstance(source, ir.Module) else source, tgt,
                            backend=backend, options=opts)
     sass = sass_liveness(compiled, nvdisasm=nvdisasm)
+    reports = kernel_reports(compiled, sass, module, _compiled_text(source, module), chosen)
+    return SassReport(file, tgt, compiled.backend, sass, reports)
+
+
+def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,
+                   kernels) -> tuple:
+    """A traced, explained :class:`SassKernelReport` per kernel of ``kernels`` (``ir.Kernel``
+    entries of ``module``): ``compiled`` is its :class:`~ptxforge.toolchain.compile.Compiled`
+    (built with line info), ``sass`` that cubin's liveness and ``text`` the PTX ptxas compiled
+    (its line numbers are the SASS's PTX lines).  ``ptxforge analyze`` uses it for the gap."""
+    from ptxforge.analysis.liveness import analyze_liveness
+    from ptxforge.analysis.pressure import analyze_pressure
+
     reports = []
-    for k in chosen:
-        pr = analyze_pressure(k)
-        reports.append(_kernel_report(
+    for k in kernels:
+        live = analyze_liveness(k)
+        pr = analyze_pressure(k, liveness=live)
+        rep = _kernel_report(
             k.name, sass, estimate=Estimate(pr.peak.units, pr.pred_peak.units),
             estimate_index=pr.peak.index, estimate_instruction=pr.peak.instruction,
-            stats=compiled[k.name]))
-    return SassReport(file, tgt, compiled.backend, sass, tuple(reports))
+            stats=compiled[k.name])
+        trace = trace_kernel(rep.function, k, text, module)
+        reports.append(attrs.evolve(rep, trace=trace, gap=explain_gap(rep, trace, live)))
+    return tuple(reports)

@@ -257,6 +257,7 @@ class SassFunction:
     regcount: Optional[int] = None
     shi_registers: Optional[int] = None
     callees: tuple = ()
+    labels: tuple = ()     # ((".L_x_3", offset), …): the branch targets nvdisasm names
 
     def peak(self, group: str = "GPR", call_clobbers: bool = True) -> SassPeak:
         """The peak of ``group`` (count 0, no instructions when it never has a live one).
@@ -430,7 +431,7 @@ def parse_sass(life_ranges: str, lines: str = "", ptx_lines: Optional[str] = Non
                                        tuple(zip(f.groups, r.marks)), fs.get(r.offset),
                                        None if pl is None else pl.line, line_text))
         functions.append(SassFunction(f.name, f.entry, f.groups, tuple(ins), regs.get(f.name),
-                                      f.shi_registers, tuple(calls.get(f.name, ()))))
+                                      f.shi_registers, tuple(calls.get(f.name, ())), f.labels))
     return tuple(functions)
 
 

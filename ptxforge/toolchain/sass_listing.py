@@ -39,6 +39,7 @@ _TABLE = re.compile(r"//\s*([+|].*[+|])\s*$")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s*(.*?)\s*(?://.*)?$")
 _FILE = re.compile(r'^\s*//## File "(.*?)", line (\d+)(.*)$')
 _INLINED = re.compile(r'\s*inlined at "(.*?)", line (\d+)')
+_LABEL = re.compile(r"^((?!\.text\.)[.$\w][\w$.]*):")
 
 
 class _Error(PtxforgeError, ValueError):
@@ -91,6 +92,7 @@ class ParsedFunction:
     shi_registers: Optional[int]
     groups: tuple
     rows: tuple
+    labels: tuple = ()   # ((label, offset of the instruction it names), …), e.g. (".L_x_3", 0x170)
 
 
 @attrs.define
@@ -191,23 +193,28 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
     cur: Optional[dict] = None
     header: list = []
     groups: Optional[list] = None
+    pending: list = []   # labels waiting for the instruction they name
     state = "none"   # none | header | body | done
 
     def close() -> None:
         if cur is not None:
             functions.append(ParsedFunction(cur["name"], cur["entry"], cur["shi"],
                                             tuple(g.name for g in cur["groups"] or ()),
-                                            tuple(cur["rows"])))
+                                            tuple(cur["rows"]), tuple(cur["labels"])))
 
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _SECTION.match(line)
         if m:
             close()
-            cur = {"name": m.group(1), "entry": False, "shi": None, "groups": None, "rows": []}
-            state, header, groups = "none", [], None
+            cur = {"name": m.group(1), "entry": False, "shi": None, "groups": None, "rows": [],
+                   "labels": []}
+            state, header, groups, pending = "none", [], None, []
             continue
         if cur is None:
             continue
+        lm = _LABEL.match(line)
+        if lm:
+            pending.append(lm.group(1))
         m = _SHI.match(line)
         if m:
             cur["shi"] = int(m.group(1))
@@ -238,8 +245,10 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
             raise _fail(f"instruction of {cur['name']} without life-range columns (run "
                         "nvdisasm with --life-range-mode narrow)", lineno, line, source)
         counts, marks = _row(groups, table.split("|")[1:-1], lineno, line, source)
-        cur["rows"].append(TableRow(int(im.group(1), 16), " ".join(im.group(2).split()),
-                                    counts, marks))
+        offset = int(im.group(1), 16)
+        cur["labels"] += [(name, offset) for name in pending]
+        pending = []
+        cur["rows"].append(TableRow(offset, " ".join(im.group(2).split()), counts, marks))
     close()
     return tuple(functions)
 
