@@ -11,9 +11,11 @@ the child) with its peak memory read from the child's own resource usage (``os.w
    stops unrolling above that), and ``bench/many_kernels.cu`` with its 60-kernel set repeated
    14 times (840 small template kernels, 4.5 MB): analyze time / ptxas time (goal: at most 0.1 where ptxas takes 1 s
    or more) and peak memory (goal: under 1 GB on a 4 MB file);
-3. **the corpus**: every ``tests/corpus/*.cu`` compiled by NVRTC for sm_75, sm_80 and sm_90a,
-   with and without ``-lineinfo``: the totals of analyze and ptxas over all of them (goal: at
-   most 0.5x).
+3. **the corpus**: the PTX modules of the kernel corpus (``tests/support/kernel_corpus.py``) for
+   sm_80, one file per module as its compiler wrote it: NVRTC (``tests/corpus/*.cu`` and
+   ``tests/corpus/nvrtc/*.cu``, ``-lineinfo``, every kernel of a source in one module),
+   ``triton.compile`` and numba-cuda ``compile_ptx`` (one kernel per module): the totals of
+   analyze and ptxas over all of them (goal: at most 0.5x).  ``--quick`` takes every fourth.
 
 ptxas is the whole-program executable of CUDA 13 (``nvidia/cu13/bin/ptxas``), or CUDA 12's
 for the targets CUDA 13 dropped (sm_5x to sm_72).  The tree under test is the repository this script
@@ -38,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from corpus_util import CORPUS_DIR, compile_cu
+from corpus_util import compile_cu
 
 _PY = f"python{sys.version_info[0]}.{sys.version_info[1]}"
 SITE = Path(sys.prefix) / "lib" / _PY / "site-packages" / "nvidia"
@@ -165,30 +167,53 @@ def large_files(run: Runner, tmp: Path, quick: bool) -> list:
     return worst_rss
 
 
+def corpus_modules(arch: str = "sm_80") -> list:
+    """``[(file name, PTX, source)]``: the kernel corpus's modules, one per distinct PTX text
+    (a module with several kernels once), in the corpus's order."""
+    from kernel_corpus import corpus as kernel_corpus
+
+    seen: dict = {}
+    for k in kernel_corpus(arch):
+        if k.ptx not in seen:
+            stem = k.id.split(":", 1)[0].replace("/", "-").rsplit(".", 1)[0]
+            if k.source != "nvrtc":  # Triton and numba: one module per kernel of a file
+                stem += "-" + k.id.split(":", 1)[1]
+            seen[k.ptx] = ("".join(c if c.isalnum() or c in "-_" else "_" for c in stem)
+                           + ".ptx", k.source)
+    return [(name, ptx, source) for ptx, (name, source) in seen.items()]
+
+
 def corpus(run: Runner, tmp: Path, quick: bool) -> int:
-    archs = CORPUS_ARCHS[1:2] if quick else CORPUS_ARCHS
+    arch = "sm_80"
+    modules = corpus_modules(arch)
+    if quick:
+        modules = modules[::4]
     total_a = total_p = 0.0
     peak = 0
-    count = 0
+    count = size = 0
+    per_source: dict = {}
     skipped: list = []
-    for cu in sorted(CORPUS_DIR.glob("*.cu")):
-        for arch in archs:
-            for lineinfo in (False, True):
-                ptx = compile_cu(cu.read_text(), cu.stem, arch, lineinfo)
-                path = write(tmp, f"{cu.stem}-{arch}-{int(lineinfo)}.ptx", ptx)
-                p, _, ok = run.ptxas_ok(path, arch)
-                if not ok:  # NVRTC emits what this target's ptxas refuses (mma at sm_75)
-                    skipped.append(path.name)
-                    continue
-                a, rss = run.analyze(path)
-                total_a += a
-                total_p += p
-                peak = max(peak, rss)
-                count += 1
+    for name, ptx, source in modules:
+        path = write(tmp, name, ptx)
+        p, _, ok = run.ptxas_ok(path, arch)
+        if not ok:
+            skipped.append(path.name)
+            continue
+        a, rss = run.analyze(path)
+        total_a += a
+        total_p += p
+        peak = max(peak, rss)
+        count += 1
+        size += len(ptx)
+        n, sa, sp = per_source.get(source, (0, 0.0, 0.0))
+        per_source[source] = (n + 1, sa + a, sp + p)
     ratio = total_a / total_p
-    print(f"3. corpus: {count} files (tests/corpus x {', '.join(archs)} x lineinfo on/off): "
-          f"analyze {total_a:.2f} s, ptxas {total_p:.2f} s, ratio {ratio:.3f} "
+    print(f"3. corpus: {count} modules ({size / 2**20:.1f} MiB; kernel_corpus, {arch}, one file "
+          f"per module): analyze {total_a:.2f} s, ptxas {total_p:.2f} s, ratio {ratio:.3f} "
           f"(goal <= 0.5: {'met' if ratio <= 0.5 else 'MISSED'}); peak RSS {peak / 2**20:.0f} MiB")
+    for source, (n, sa, sp) in sorted(per_source.items()):
+        print(f"   {source:7s} {n:4d} modules: analyze {sa:6.2f} s, ptxas {sp:6.2f} s, "
+              f"ratio {sa / sp:.3f}")
     if skipped:
         print(f"   left out, refused by ptxas for their target: {', '.join(skipped)}")
     return peak

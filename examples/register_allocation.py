@@ -2,7 +2,7 @@
 
 For each demo kernel this prints the liveness estimate (peak general registers in 32-bit units,
 and predicates), the predicted ptxas count (docs/prediction.md), ptxas's register count
-(through nvJitLink: no GPU needed), and the occupancy both give for a 256-thread block on
+(whole-program ptxas, as nvcc builds: no GPU needed), and the occupancy both give for a 256-thread block on
 sm_80.  Where a GPU is present it also JIT-loads each kernel through the CUDA driver and prints
 the driver's register count.
 
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     reason = gpu_unavailable_reason()
     gpu = reason is None
     print(f"ptxforge register allocation demo: target {target}, {block}-thread blocks")
-    print("  ptxas runs through nvJitLink (no GPU needed); "
+    print("  ptxas compiles whole-program, as nvcc does (no GPU needed); "
           + ("a GPU is present: the driver's count is shown too." if gpu
              else "no GPU here, so no driver column."))
 

@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -45,6 +46,19 @@ __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
              "sass": sass, "check": check, "diff": diff, "report": report}
+
+
+def _run(args) -> int:
+    """The command, with the cyclic collector off while it runs: it would only walk the IR the
+    command built (about 5% of analyze on an 840-kernel file); reference counting still frees
+    memory, and the collector is on again afterwards (main() is also called in-process)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _COMMANDS[args.command].run(args)
+    finally:
+        if was:
+            gc.enable()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: usage errors (2), --help (0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return _COMMANDS[args.command].run(args)
+        return _run(args)
     except UsageError as exc:  # argparse's format: the command's usage, then the message
         sub = parser._subparsers._group_actions[0].choices[args.command]
         sys.stderr.write(sub.format_usage() + f"{sub.prog}: error: {exc}\n")

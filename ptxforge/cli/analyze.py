@@ -6,6 +6,7 @@ import os
 
 from ptxforge.cli.common import (
     EXIT_OK,
+    InputError,
     UsageError,
     add_common,
     compile_kwargs,
@@ -45,6 +46,10 @@ def run(args) -> int:
     from ptxforge.reports.analyze import analyze_ptx
 
     if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
+        if not triton_cache.scan(args.file):
+            raise InputError(f"{args.file!r} is a directory with no Triton cache in it "
+                             "(HASH/NAME.ptx with NAME.json): analyze reads one PTX or cubin "
+                             "file, or a Triton cache; check and diff read folders of PTX")
         res = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
                                          compile=not args.no_compile)
         emit(args, [r.to_dict(args.top) for r in res] if args.json else None,

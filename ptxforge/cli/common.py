@@ -83,8 +83,10 @@ def caps_type(text: str) -> tuple:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected integers such as 255,128,64, "
                                              f"got {part!r}") from None
-        except PtxforgeError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        except PtxforgeError:
+            raise argparse.ArgumentTypeError(
+                f"register caps must be in 16..255 (ptxas's --maxrregcount range), "
+                f"got {cap}") from None
         caps.append(cap)
     if not caps:
         raise argparse.ArgumentTypeError("expected at least one register cap, e.g. 128,64")
@@ -193,6 +195,11 @@ def compile_kwargs(args) -> dict:
             what = "does not exist" if not os.path.exists(path) else "is not an executable file"
             raise UsageError(f"--ptxas {path!r}: the path {what}; expected the path of a ptxas "
                              "executable")
+        from ptxforge.toolchain.backends import ptxas_version
+
+        if ptxas_version(path) == (0, 0):
+            raise UsageError(f"--ptxas {path!r}: '{path} --version' names no ptxas release; "
+                             "expected the path of a ptxas executable")
         backend = PtxasBackend(path)
     return {"backend": backend,
             "options": CompileOptions(relocatable=getattr(args, "relocatable", False))}

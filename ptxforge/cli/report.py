@@ -23,6 +23,7 @@ from ptxforge.cli.common import (
     progress_printer,
     read_input,
 )
+from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "load_python_module", "run"]
 
@@ -55,6 +56,15 @@ def add(sub) -> None:
                         "(repeatable; the input file's folder is always searched)")
 
 
+def _where(exc: BaseException, path: str) -> str:
+    """``:LINE`` of the deepest frame of ``exc`` in the script ``path`` ('' when none)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path)]
+    return f":{frames[-1].lineno}" if frames else ""
+
+
 def load_python_module(path: str):
     """Run the Python file ``path`` and return the ``ir.Module`` it builds (see the module
     docstring); an InputError says what was expected when it builds none."""
@@ -67,6 +77,14 @@ def load_python_module(path: str):
     except SystemExit:
         raise InputError(f"{path}: the script exited while being loaded; guard its main "
                          "code with `if __name__ == '__main__':`") from None
+    except PtxforgeError:
+        raise                         # a builder error already names the script's line
+    except SyntaxError as exc:
+        raise InputError(f"{path}:{exc.lineno}: the script is not valid Python: "
+                         f"{exc.msg}") from None
+    except Exception as exc:         # the user's script failed: say where, no traceback
+        raise InputError(f"{path}{_where(exc, path)}: the script raised "
+                         f"{type(exc).__name__}: {exc}") from None
     finally:
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)

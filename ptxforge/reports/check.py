@@ -212,6 +212,9 @@ def load_budget(path: str) -> BudgetFile:
             text = fh.read()
     except OSError as exc:
         raise BudgetError(f"cannot read budget file {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BudgetError(f"budget file {path!r} is not UTF-8 text (byte {exc.start}); expected "
+                          "a TOML file such as ptxforge.toml with a [defaults] table") from None
     return parse_budget(text, path)
 
 

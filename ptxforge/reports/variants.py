@@ -8,7 +8,8 @@ counts with a Delta and a relative change (``+281%``, ``-39%``, ``same``).
 
 JSON form (``"schema": "ptxforge.compare/1"``)::
 
-    schema, a: {file, arch, arch_source, block_size, dynamic_shared, compiled, backend}, b: {…},
+    schema, a: {file, arch, arch_source, block_size, dynamic_shared, compiled, backend, tool,
+       tool_version, mode}, b: {…},
     kernels: [{name, a: KERNEL, b: KERNEL, rows: [ROW], opcodes: [ROW]}],
     only_a: [names], only_b: [names]
     ROW = {group, metric, a, b, delta, change}   change: (b - a) / a, null when a is 0 or missing
@@ -47,6 +48,7 @@ from ptxforge.errors import PtxforgeError
 
 from .analyze import KernelAnalysis, ModuleAnalysis
 from .analyze_text import KEY_ROWS, SELP_ROWS, change, key_count, percent, selp_value, table
+from .analyze_text import _tool
 from .peak import display_name
 
 __all__ = ["SCHEMA", "DeltaRow", "KernelPair", "VariantComparison", "compare_variants"]
@@ -143,7 +145,8 @@ class KernelPair:
 def _meta(m: ModuleAnalysis) -> dict:
     return {"file": m.file, "arch": m.arch, "arch_source": m.arch_source,
             "block_size": m.block_size, "dynamic_shared": m.dynamic_shared,
-            "compiled": m.compiled, "backend": m.backend}
+            "compiled": m.compiled, "backend": m.backend, "tool": m.tool,
+            "tool_version": m.tool_version, "mode": m.mode}
 
 
 @attrs.frozen(slots=True)
@@ -172,7 +175,7 @@ class VariantComparison:
         lines = [f"A: {a.file}", f"B: {b.file}",
                  f"{arch}, {a.block_size} threads/block"
                  + (f", {a.dynamic_shared:,} bytes dynamic shared" if a.dynamic_shared else "")
-                 + "; " + (f"ptxas via {a.backend}" if a.compiled else "ptxas not run")]
+                 + "; " + (_tool(a) if a.compiled else "ptxas not run")]
         for p in self.pairs:
             lines.append("")
             lines.append(f"== {_pair_title(p)} ==")

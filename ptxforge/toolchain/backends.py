@@ -350,6 +350,10 @@ class PtxasBackend(Backend):
                     if proc.returncode < 0:
                         what = f"{_describe(exe)} crashed (signal {-proc.returncode})"
                     raise _compile_error(self.name, target, log, what)
+                if not os.path.isfile(out):
+                    raise BackendUnavailableError(
+                        f"ptxas backend: {exe} exited 0 but wrote no cubin; expected a ptxas "
+                        "executable (is it ptxas?)")
                 with open(out, "rb") as fh:
                     cubin = fh.read()
                 return RawResult(self.name, target, cubin, log, wall, tool=_describe(exe),

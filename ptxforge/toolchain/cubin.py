@@ -193,9 +193,19 @@ def _cstr(blob: bytes, off: int) -> str:
 def read_cubin(data: bytes) -> CubinInfo:
     """Read sections, symbols and EIATTR records of a cubin.
 
-    Raises PtxforgeError when ``data`` is not a little-endian ELF64 CUDA object.
+    Raises PtxforgeError when ``data`` is not a little-endian ELF64 CUDA object, or is one cut
+    short (a truncated or damaged file).
     """
     data = bytes(data)
+    try:
+        return _read_cubin(data)
+    except (struct.error, IndexError) as exc:
+        raise PtxforgeError(f"cubin: the ELF object of {len(data):,} bytes is truncated or "
+                            f"damaged ({exc}); expected a complete CUDA cubin") from None
+
+
+def _read_cubin(data: bytes) -> CubinInfo:
+    """The body of :func:`read_cubin` (struct errors mean a truncated object)."""
     if data[:4] != b"\x7fELF" or len(data) < 64 or data[4] != 2 or data[5] != 1:
         raise PtxforgeError(f"cubin: expected a little-endian ELF64 object, got {data[:6]!r}…")
     machine = struct.unpack_from("<H", data, 0x12)[0]

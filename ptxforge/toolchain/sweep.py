@@ -357,8 +357,10 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                                          f"{k.register_cap}, from the {bound}") if n)
         if cap is not None and rows and rows[0].registers is not None \
                 and cap >= rows[0].registers and k.registers != rows[0].registers:
-            note = "; ".join(n for n in (note, _UNREACHED.format(
-                cap=cap, regs=k.registers, base=rows[0].registers, method=method)) if n)
+            note = "; ".join(n for n in (note, _UNREACHED_ROW.format(
+                base=rows[0].registers)) if n)
+            if _UNREACHED_NOTE not in notes:
+                notes.append(_UNREACHED_NOTE)
         rows.append(_row(cap, k, tgt, block_size, dynamic_shared, required, res.backend,
                          res.tool, note))
     return Sweep(kernel, tgt, block_size, be.name, tuple(rows), method, tuple(notes),
@@ -368,10 +370,11 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
 # Measured with ptxas 13.5 and 12.9 alike (sgemm_4x4 of tests/corpus/gemm.cu: 56 uncapped, 67
 # at --maxrregcount 255, 254 and 128): any explicit cap changes ptxas's allocation heuristics,
 # even one the kernel never reaches.  nvcc -maxrregcount=N gives the capped figure.
-_UNREACHED = ("{regs} registers at a cap of {cap} it does not reach, against {base} uncapped: "
-              "ptxas allocates differently whenever a cap is given ({method}), even one above "
-              "the uncapped count; this is ptxas's own behaviour (nvcc -maxrregcount={cap} "
-              "gives the same), not the sweep's")
+_UNREACHED_ROW = "the cap is not below the uncapped count ({base}), yet the count changed"
+_UNREACHED_NOTE = ("ptxas allocates differently whenever a register cap is given, even one at or "
+                   "above the uncapped count, so such a row can differ from the uncapped one; "
+                   "this is ptxas's own behaviour (nvcc -maxrregcount gives the same), not the "
+                   "sweep's")
 
 
 _FUNC = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$%]*)")

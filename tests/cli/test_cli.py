@@ -327,7 +327,7 @@ def test_sweep_two_caps(capsys, files):
     unreached = rows[1]["registers"] != rows[0]["registers"]
     assert [line.split()[0] for line in out.splitlines()[2:5]] == \
         ["none", "128*" if unreached else "128", "32"]
-    assert ("ptxas allocates differently whenever a cap is given" in out) is unreached
+    assert ("ptxas allocates differently whenever a register cap is given" in out) is unreached
 
 
 def test_occupancy_sm86_51_registers(capsys):

@@ -232,6 +232,42 @@ class Liveness:
             return None
         return {t.name: k for c, t in enumerate(ALL_TYPES) if (k := codes.count(c))}
 
+    def peak_units(self) -> tuple[int, int]:
+        """(general 32-bit units, predicates): the most live at once, ``max(series("at"))``
+        and ``max(series("at", "pred"))`` (0 for an empty kernel) without building the
+        series: one running sum over the class-weighted differences.
+
+        Example::
+
+            >>> from ptxforge.ptx import ir, types
+            >>> from ptxforge.analysis.liveness import analyze_liveness
+            >>> a = ir.Register("%rd1", types.u64)
+            >>> body = (ir.Instruction("mov.u64", (a, ir.Immediate(1)), 1),
+            ...         ir.Instruction("st.global.u64", (ir.Address(a), a)))
+            >>> analyze_liveness(ir.Kernel("k", body=body)).peak_units()
+            (2, 0)
+        """
+        n = self.n_instructions
+        if not n:
+            return 0, 0
+        diff, dead, used = self._diff, self._dead, self._class_used
+        total = None
+        for c in range(N_CLASSES):
+            w = CLASS_UNITS[c]
+            if not w or not used[c]:
+                continue
+            lo = c * (n + 1)
+            term = map(add, diff[lo:lo + n], dead[lo:lo + n])
+            if w != 1:
+                term = map(mul, term, repeat(w))
+            total = term if total is None else map(add, total, term)
+        general = 0 if total is None else max(accumulate(total))
+        pred = 0
+        if used[PRED_POS]:
+            lo = PRED_POS * (n + 1)
+            pred = max(accumulate(map(add, diff[lo:lo + n], dead[lo:lo + n])))
+        return max(general, 0), max(pred, 0)
+
     def class_peaks(self) -> dict[str, tuple[int, int]]:
         """Per class name: (largest number of values live at once, first instruction)."""
         out = {}

@@ -76,7 +76,20 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>", strict: bool = True)
                          file=str(filename), line=0, column=0)
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark (editors on Windows add one)
         text = text[1:]
+    _refuse_binary(text, filename)
     return _Parser(text, filename, strict).module()
+
+
+def _refuse_binary(text: str, filename) -> None:
+    """A ParseError for binary data (a NUL, or many control bytes, near the start), so that
+    the error never echoes raw binary to a terminal."""
+    head = text[:4096]
+    odd = sum(1 for c in head if (c < " " and c not in "\t\n\r\f\v") or c == "\ufffd")
+    if "\x00" in head or odd > max(8, len(head) // 50):
+        raise ParseError(f"not PTX text: the first {len(head):,} characters hold {odd} control "
+                         "or undecodable bytes (a binary file?); expected PTX text (ptxforge "
+                         "analyze and sass also read a cubin)", file=str(filename), line=0,
+                         column=0)
 
 
 def parse_file(path: Union[str, "os.PathLike[str]"], strict: bool = True) -> ir.Module:
