@@ -1,6 +1,7 @@
 """The ``ptxforge`` command: a thin layer over :mod:`ptxforge.reports.analyze` and friends.
 
-One module per command (``ptxforge COMMAND --help`` for the options; ``docs/cli.md`` for the output)::
+One module per command (``ptxforge COMMAND --help`` for the options, ``docs/cli.md`` for
+the output)::
 
     ptxforge analyze FILE.ptx|FILE.cubin [--arch ARCH] [--kernel NAME] [--block N]
                               [--smem BYTES] [--no-compile] [--json] [--top N]

@@ -81,11 +81,12 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>", strict: bool = True)
 
 
 def _refuse_binary(text: str, filename) -> None:
-    """A ParseError for binary data (a NUL, or many control bytes, near the start), so that
-    the error never echoes raw binary to a terminal."""
+    """A ParseError for binary data (many control or undecodable bytes near the start), so
+    that the error never echoes raw binary to a terminal; a stray byte in a text file is left
+    to the parser, which points at it."""
     head = text[:4096]
     odd = sum(1 for c in head if (c < " " and c not in "\t\n\r\f\v") or c == "\ufffd")
-    if "\x00" in head or odd > max(8, len(head) // 50):
+    if odd > max(8, len(head) // 50):
         raise ParseError(f"not PTX text: the first {len(head):,} characters hold {odd} control "
                          "or undecodable bytes (a binary file?); expected PTX text (ptxforge "
                          "analyze and sass also read a cubin)", file=str(filename), line=0,
