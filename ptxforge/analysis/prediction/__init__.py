@@ -5,7 +5,9 @@ the count (docs/prediction.md):
 
 * :mod:`.view`: the values that need no register in SASS (parameters, immediates,
   ``cvta.to.global``, copies, constant address offsets);
-* :mod:`.schedule`: loads issued early to hide their latency (under the occupancy budget);
+* :mod:`.ifconvert`: short guarded branches predicated, as ptxas does;
+* :mod:`.listsched`: each basic block list scheduled, for latency under the occupancy budget
+  and for pressure above it;
 * :mod:`.abi`: the calling convention and the predicate file;
 * :mod:`.model`: the occupancy budget, the fixed overhead, the allocation holes, the
   register limit, the sum and its band.
@@ -16,12 +18,14 @@ Example::
     >>> from ptxforge.analysis.prediction import predict_registers
     >>> p = predict_registers(kernels.saxpy().kernels[0])
     >>> [c.name for c in p.components][:3]
-    ['ptx live', 'no-register values', 'load scheduling']
+    ['ptx live', 'no-register values', 'scheduling']
 """
 
 from __future__ import annotations
 
 from .abi import CALL_FLOOR, call_targets, has_call
+from .ifconvert import MAX_BODY, if_convert
+from .listsched import list_schedule
 from .model import (
     BAND,
     FIXED_OVERHEAD,
@@ -30,12 +34,13 @@ from .model import (
     REGISTER_LIMIT,
     Component,
     Prediction,
+    kernel_budget,
     occupancy_budget,
     predict_registers,
 )
-from .schedule import hoist_loads
 from .view import SassView, sass_view
 
-__all__ = ["BAND", "CALL_FLOOR", "FIXED_OVERHEAD", "HOLES", "MODEL", "REGISTER_LIMIT",
-           "Component", "Prediction", "SassView", "call_targets", "has_call", "hoist_loads",
-           "occupancy_budget", "predict_registers", "sass_view"]
+__all__ = ["BAND", "CALL_FLOOR", "FIXED_OVERHEAD", "HOLES", "MAX_BODY", "MODEL",
+           "REGISTER_LIMIT", "Component", "Prediction", "SassView", "call_targets", "has_call",
+           "if_convert", "kernel_budget", "list_schedule", "occupancy_budget",
+           "predict_registers", "sass_view"]

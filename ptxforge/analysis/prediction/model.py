@@ -4,12 +4,15 @@
 
 1. ``ptx live``: the PTX live count (the most 32-bit units live at once, the estimate);
 2. ``no-register values``: minus what SASS keeps out of registers (parameters read from the
-   constant bank, immediates, ``cvta.to.global``, copies, constant address offsets;
-   :mod:`.view`);
-3. ``load scheduling``: plus what issuing loads early adds (:mod:`.schedule`), only while
-   the count stays under the **occupancy budget** (:func:`occupancy_budget`: 32 on sm_80,
-   the most registers that keep the most warps resident) and capped there: with registers to
-   spare ptxas schedules for latency, at or above the budget it schedules for pressure;
+   constant bank, immediates, ``cvta.to.global``, copies, constant address offsets,
+   32-to-64-bit widenings; :mod:`.view`);
+3. ``scheduling``: what ptxas's instruction order adds or saves against the PTX order:
+   short guarded branches predicated (:mod:`.ifconvert`), then each basic block list
+   scheduled (:mod:`.listsched`), for latency while fewer values are live than the
+   **occupancy budget** allows (:func:`kernel_budget`: 32 on sm_80, the most registers that
+   keep the most warps resident; launch bounds change it), for pressure from there.  Below the
+   budget the count may grow up to it, not beyond; at or above it, the schedule can only
+   lower the PTX order's pressure;
 4. ``fixed overhead``: plus 3: ptxas's count is the highest register used + 1 + 2, and R1
    (the stack pointer) is live throughout;
 5. ``allocation holes``: plus :data:`HOLES`: 64-bit values take even-aligned pairs and
@@ -42,7 +45,8 @@ from ptxforge.ptx import ir
 
 from ..liveness import analyze_liveness
 from .abi import CALL_FLOOR, call_targets
-from .schedule import WINDOW, hoist_loads
+from .ifconvert import MAX_BODY, if_convert
+from .listsched import list_schedule
 from .view import sass_view
 
 __all__ = [
@@ -53,12 +57,13 @@ __all__ = [
     "REGISTER_LIMIT",
     "Component",
     "Prediction",
+    "kernel_budget",
     "occupancy_budget",
     "predict_registers",
 ]
 
 #: The model's version: bump it whenever a rule or a constant changes.
-MODEL = "ptxforge-predict/2 (whole-program ptxas 13.5, sm_80)"
+MODEL = "ptxforge-predict/3 (whole-program ptxas 13.5, sm_80)"
 #: R1 (the stack pointer) + the 2 ptxas's count adds above the highest register used.
 FIXED_OVERHEAD = 3
 #: Alignment and allocation holes below the highest register (median on the training split).
@@ -68,12 +73,13 @@ REGISTER_LIMIT = 255
 #: The occupancy budget where the target has no occupancy table.
 FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: 10th and 90th percentiles on the training split.
-BAND = (0.77, 1.26)
+BAND = (0.78, 1.23)
 _KIND_WORDS = {"parameter": "parameters read from the constant bank",
                "immediate": "immediates and variable addresses",
                "special": "special registers read again",
                "alias": "cvta.to.global and copies",
-               "offset": "constant address offsets"}
+               "offset": "constant address offsets",
+               "widen": "32-to-64-bit widenings"}
 
 
 @attrs.frozen(slots=True)
@@ -128,61 +134,86 @@ def _peak(kernel: ir.Kernel) -> tuple[int, int]:
     return (max(g) if g else 0), (max(p) if p else 0)
 
 
-def occupancy_budget(target: str | int = "sm_80") -> int:
+def occupancy_budget(target: str | int = "sm_80", threads: int | None = None,
+                     min_blocks: int | None = None) -> int:
     """The most registers per thread that still let the most warps be resident on ``target``
     (32 on sm_80 and sm_90, 40 on sm_86 and sm_89; 32 when the registry has no table).
+
+    ``threads`` (a launch bound: ``.maxntid`` or ``.reqntid``) limits the warps a block
+    brings; with ``min_blocks`` (``.minnctapersm``) the budget is what ``min_blocks`` such
+    blocks leave each thread (at most 255).
 
     Example::
 
         >>> occupancy_budget("sm_80"), occupancy_budget("sm_86")
         (32, 40)
+        >>> occupancy_budget("sm_80", threads=32), occupancy_budget("sm_80", 256, 4)
+        (64, 64)
     """
     try:
         p = arch_props(target)
     except PtxforgeError:
         return FULL_OCCUPANCY_FALLBACK
     per_sub = p.regs_per_sm // p.sub_partitions
-    most = p.max_warps_per_sm // p.sub_partitions
+    warps = p.max_threads_per_sm // p.warp_size
+    if threads:
+        per_block = -(-threads // p.warp_size)
+        blocks = min_blocks or min(p.max_blocks_per_sm, warps // max(per_block, 1))
+        warps = max(1, blocks * per_block)
+    most = -(-warps // p.sub_partitions)
     best = 0
     for regs in range(1, p.max_regs_per_thread + 1):
         unit = -(-regs * p.warp_size // p.reg_alloc_unit) * p.reg_alloc_unit
-        if per_sub // unit >= most:
+        if most * unit <= per_sub:
             best = regs
     return best or FULL_OCCUPANCY_FALLBACK
 
 
+def kernel_budget(kernel: ir.Kernel, target: str | int = "sm_80") -> int:
+    """:func:`occupancy_budget` for ``kernel``'s launch bounds (``.reqntid``/``.maxntid``,
+    ``.minnctapersm``), if it declares any."""
+    d = dict(kernel.directives or ())
+    ntid = d.get(".reqntid") or d.get(".maxntid")
+    minimum = d.get(".minnctapersm")
+    threads = math.prod(int(x) for x in ntid) if ntid else None
+    return occupancy_budget(target, threads, int(minimum[0]) if minimum and threads else None)
+
+
 def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
-                      window: int | None = WINDOW, holes: int = HOLES,
-                      target: str | int = "sm_80") -> Prediction:
+                      holes: int = HOLES, target: str | int = "sm_80",
+                      max_body: int = MAX_BODY) -> Prediction:
     """Predict ptxas's (whole-program) register count for ``kernel`` from its PTX alone.
 
     ``live_units`` is the PTX live count when the caller has it (the pressure report's
-    ``peak.units``); it is computed otherwise.  ``target`` sets the occupancy budget the load
-    scheduling rule stays under (:func:`occupancy_budget`).
+    ``peak.units``); it is computed otherwise.  ``target`` and the kernel's launch bounds set
+    the occupancy budget the schedule works to (:func:`kernel_budget`); ``max_body`` is the
+    longest branch body that is predicated (:data:`~.ifconvert.MAX_BODY`).
     """
     if live_units is None:
         live_units = _peak(kernel)[0]
     view = sass_view(kernel)
-    folded, _ = _peak(view.kernel)
-    budget = occupancy_budget(target)
-    natural = folded + FIXED_OVERHEAD + holes
-    scheduled, moved = folded, 0
-    if natural < budget:
-        hoisted, moved = hoist_loads(view.kernel, window)
-        scheduled = min(_peak(hoisted)[0], budget - FIXED_OVERHEAD - holes)
-        scheduled = max(scheduled, folded)
-    kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
-    if natural < budget:
-        why = (f"{moved} load{'s' if moved != 1 else ''} issued early, each live from its "
-               f"issue to its last use, up to the occupancy budget ({budget} on {target})")
+    view_liveness = analyze_liveness(view.kernel)
+    folded = max(view_liveness.series("at") or [0])
+    budget = kernel_budget(kernel, target)
+    room = budget - FIXED_OVERHEAD - holes  # 32-bit units the values may take
+    converted, n_if = if_convert(view.kernel, max_body)
+    # the schedule's peak is capped at the budget below it and at the PTX order's above it
+    scheduled = list_schedule(converted, room, stop_at=max(room, folded),
+                              liveness=None if n_if else view_liveness).peak
+    if folded < room:
+        scheduled = max(folded, min(scheduled, room))
+        why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; blocks list "
+               f"scheduled for latency up to the occupancy budget ({budget} on {target})")
     else:
-        why = (f"none: at or above the occupancy budget ({budget} on {target}) ptxas "
-               "schedules for pressure")
+        scheduled = min(scheduled, folded)
+        why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; above the "
+               f"occupancy budget ({budget} on {target}) blocks list scheduled for pressure")
+    kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
     comps = [
         Component("ptx live", live_units, "most 32-bit units live at once in the PTX order"),
         Component("no-register values", folded - live_units,
                   f"values SASS keeps out of registers ({kinds or 'none'})"),
-        Component("load scheduling", scheduled - folded, why),
+        Component("scheduling", scheduled - folded, why),
         Component("fixed overhead", FIXED_OVERHEAD,
                   "R1 (the stack pointer) and the 2 the count adds above the highest register"),
         Component("allocation holes", holes,

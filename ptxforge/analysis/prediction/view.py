@@ -11,6 +11,9 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
 * **constant-offset address arithmetic** (``add.s64 %rd9, %rd3, 4096`` used only as an
   address) folds into the address (``LDG.E R6, [R2.64+0x1000]``);
 * **register copies** (``mov.b32 %r2, %r1``) are coalesced;
+* **32-to-64-bit widenings** (``cvt.u64.u32 %rd1, %r16``) never take a register pair: the
+  64-bit address arithmetic reads the 32-bit value and supplies the high word
+  (``LEA R4, P5, R15, UR6, 0x2`` / ``LEA.HI.X R5, R15, UR4, RZ, 0x2, P5``);
 * **special registers** (``%tid.x``, ``%ctaid.y``) are *not* among them: an ``S2R`` is slow
   (a variable-latency read), so ptxas 13.5 reads each once and keeps it
   (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
@@ -47,6 +50,9 @@ from ptxforge.ptx import ir
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
 _ZERO = ir.Immediate(0)
+#: 32-to-64-bit integer conversions: SASS reads the 32-bit source with a zero or sign high word
+#: (``IMAD.WIDE.U32``, ``IADD3.X ... RZ``), so the 64-bit value needs no register pair.
+_WIDENING = (".u64.u32", ".s64.s32", ".s64.u32", ".u64.s32")
 #: Opcode families whose operands may be an address that a constant offset folds into.
 _MEMORY = frozenset({"ld", "st", "atom", "red", "prefetch", "ldu", "cp", "ldmatrix",
                      "stmatrix", "wmma"})
@@ -70,7 +76,8 @@ def fold_kind(inst: ir.Instruction) -> str | None:
 
     ``"parameter"`` (``ld.param`` of a kernel parameter), ``"immediate"`` (a move of a
     literal or of a variable's address), ``"special"`` (a move of a special register),
-    ``"alias"`` (``cvta.to.global``, a register copy).
+    ``"alias"`` (``cvta.to.global``, a register copy), ``"widen"`` (a 32-to-64-bit integer
+    conversion).
 
     Example::
 
@@ -99,6 +106,9 @@ def fold_kind(inst: ir.Instruction) -> str | None:
             return "alias"
     if fam == "cvta" and ".to." in inst.opcode and isinstance(src, ir.Register):
         return "alias"
+    if fam == "cvt" and inst.opcode.endswith(_WIDENING) and isinstance(src, ir.Register) \
+            and src.units == 1 and dst.units == 2:
+        return "widen"
     return None
 
 
@@ -141,13 +151,13 @@ def _scan(instructions) -> tuple[Counter, dict]:
 
 
 #: The kinds of value :func:`sass_view` takes out by default (see the module docstring).
-KINDS = ("parameter", "immediate", "alias", "offset")
+KINDS = ("parameter", "immediate", "alias", "offset", "widen")
 
 
 def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
-    ``special``, ``alias``, ``offset``)."""
+    ``special``, ``alias``, ``offset``, ``widen``)."""
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses = _scan(insts)
@@ -166,7 +176,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
         if ndefs[dst.name] != 1:
             continue
         src = _single_source(inst) if kind != "offset" else inst.operands[1]
-        if kind in ("alias", "offset"):
+        if kind in ("alias", "offset", "widen"):
             while isinstance(src, ir.Register) and plan.get(src.name, ("",))[0] == "alias":
                 src = plan[src.name][1]
             if isinstance(src, ir.Register) and src.name in plan:
