@@ -11,25 +11,59 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["cap_list", "clip", "plural", "short_loc", "short_path", "table", "wrap"]
+__all__ = ["cap_list", "clip", "plural", "reg_ranges", "short_loc", "short_path", "table", "wrap"]
 
 #: Where a report's lines should end (a terminal of 100 columns).
 WIDTH = 100
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence], right: set | None = None,
-          indent: str = "  ", none: str = "-") -> list:
+          indent: str = "  ", none: str = "-", width: int | None = None,
+          shrink: Sequence = (), wrap_last: bool = False) -> list:
     """Aligned columns; columns in ``right`` (default: all but the first) right-aligned;
-    ``None`` cells print as ``none``."""
+    ``None`` cells print as ``none``.  With ``width``, the columns in ``shrink`` (an index, or
+    ``(index, cut)`` with ``cut(text, width)``; default :func:`clip`) are narrowed in turn,
+    never below their header nor 12 characters, until a line fits in ``width``; with
+    ``wrap_last`` too, a last (left-aligned) column that still does not fit is wrapped onto
+    continuation lines under itself instead.
+
+    Example::
+
+        >>> table(("name", "n"), [("a_rather_long_kernel_name", 1)], width=20, shrink=[0])
+        ['  name             n', '  a_rather_long_…  1']
+    """
     if right is None:
         right = set(range(1, len(header)))
     cells = [[str(h) for h in header]] + [[none if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
+    if width is not None:
+        excess = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+        for spec in shrink:
+            if excess <= 0:
+                break
+            col, cut = spec if isinstance(spec, tuple) else (spec, clip)
+            floor = max(len(cells[0][col]), 12)
+            room = max(floor, widths[col] - excess)
+            if room >= widths[col]:
+                continue
+            for r in cells[1:]:
+                r[col] = r[col] if len(r[col]) <= room else cut(r[col], room)
+            widths[col] = max(len(r[col]) for r in cells)
+            excess = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+    last = len(header) - 1
+    start = len(indent) + sum(widths[:last]) + 2 * last
+    room = max(20, (width or 0) - start)
+    wrapping = wrap_last and width is not None and widths[last] > room
+    if wrapping:
+        widths[last] = room
     out = []
     for r in cells:
-        parts = [r[k].rjust(widths[k]) if k in right else r[k].ljust(widths[k])
+        pieces = wrap(r[last], room, subsequent="") if wrapping else [r[last]]
+        cols = [*r[:last], pieces[0]]
+        parts = [cols[k].rjust(widths[k]) if k in right else cols[k].ljust(widths[k])
                  for k in range(len(header))]
         out.append((indent + "  ".join(parts)).rstrip())
+        out += [" " * start + piece for piece in pieces[1:]]
     return out
 
 
@@ -120,3 +154,34 @@ def cap_list(items: Sequence[str], limit: int = 6, sep: str = ", ") -> str:
     if len(items) <= limit:
         return sep.join(items)
     return sep.join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+_REG = re.compile(r"^(?P<kind>[A-Za-z_%.]*?)(?P<n>\d+)$")
+
+
+def reg_ranges(names: Sequence[str], sep: str = " ") -> str:
+    """Register names with runs of consecutive numbers written as ranges, in the given order
+    (a name without a number stays as it is).
+
+    Example::
+
+        >>> reg_ranges(["R0", "R1", "R2", "R5", "R7", "R8", "P0", "RZ"])
+        'R0-R2 R5 R7-R8 P0 RZ'
+    """
+    out: list = []
+    run: list = []          # [kind, first, last]
+    for name in names:
+        m = _REG.match(name)
+        if m and run and m.group("kind") == run[0] and int(m.group("n")) == run[2] + 1:
+            run[2] += 1
+            continue
+        if run:
+            out.append(f"{run[0]}{run[1]}" + (f"-{run[0]}{run[2]}" if run[2] > run[1] else ""))
+            run = []
+        if m:
+            run = [m.group("kind"), int(m.group("n")), int(m.group("n"))]
+        else:
+            out.append(name)
+    if run:
+        out.append(f"{run[0]}{run[1]}" + (f"-{run[0]}{run[2]}" if run[2] > run[1] else ""))
+    return sep.join(out)

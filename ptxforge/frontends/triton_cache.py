@@ -43,15 +43,14 @@ __all__ = [
     "is_cache_dir",
     "read_entry",
     "scan",
+    "n_spills_differs",
     "triton_n_spills",
     "with_n_spills_note",
 ]
 
-#: The sentence every Triton report carries on how its spills differ from Triton's n_spills.
-N_SPILLS_NOTE = ("Spills here are the bytes ptxas's spill stores and loads move, kept apart "
-                 "from the stack; Triton's n_spills is the kernel's local memory per thread / 4 "
-                 "(its whole stack frame in 4-byte words, spill slots and local arrays alike), "
-                 "so it is {n} for this kernel.")
+#: The end of the note a Triton report carries when Triton's n_spills would differ from the
+#: spill bytes ptxas reports (its whole stack frame in 4-byte words, local arrays included).
+N_SPILLS_NOTE = "Triton's n_spills (local memory / 4) would say {n}."
 
 
 def triton_n_spills(stack: Optional[int]) -> Optional[int]:
@@ -177,13 +176,31 @@ def analyze_cache(directory=None, *, kernel: Optional[str] = None, **kwargs) -> 
     return tuple(analyze_entry(e, **kwargs)[0] for e in entries)
 
 
+def n_spills_differs(stats) -> bool:
+    """Whether Triton's ``n_spills`` (stack / 4) would tell another story than ptxas's spill
+    stores: a stack with no spills, or spill bytes that are not 4 × n_spills.
+
+    Example::
+
+        >>> from types import SimpleNamespace as S
+        >>> n_spills_differs(S(stack_frame=0, spill_stores=0, spill_loads=0))
+        False
+        >>> n_spills_differs(S(stack_frame=128, spill_stores=0, spill_loads=0))
+        True
+    """
+    n = triton_n_spills(stats.stack_frame)
+    return n is not None and (n * 4 != stats.spill_stores or (n == 0 and stats.spill_loads > 0))
+
+
 def with_n_spills_note(res):
-    """``res`` (a ModuleAnalysis) with :data:`N_SPILLS_NOTE` for each compiled kernel."""
+    """``res`` (a ModuleAnalysis) with a note, ending in :data:`N_SPILLS_NOTE`, for each
+    compiled kernel whose Triton ``n_spills`` would differ from ptxas's spills
+    (:func:`n_spills_differs`); nothing for a kernel with no stack and no spills."""
     notes = list(res.notes)
     for k in res.kernels:
-        if k.stats is not None and k.is_entry:
+        if k.stats is not None and k.is_entry and n_spills_differs(k.stats):
             n = triton_n_spills(k.stats.stack_frame)
-            spill = (f"{k.name}: ptxas spilled {k.stats.spill_stores} bytes (stores) / "
-                     f"{k.stats.spill_loads} bytes (loads); stack {k.stats.stack_frame} bytes. ")
-            notes.append(spill + N_SPILLS_NOTE.format(n=n))
+            notes.append(f"{k.name}: ptxas spilled {k.stats.spill_stores} bytes (stores) / "
+                         f"{k.stats.spill_loads} bytes (loads), stack {k.stats.stack_frame} "
+                         "bytes; " + N_SPILLS_NOTE.format(n=n))
     return attrs.evolve(res, notes=tuple(notes))

@@ -1,4 +1,7 @@
-"""Text rendering for :mod:`ptxforge.reports.analyze` and :mod:`ptxforge.reports.variants` (aligned tables)."""
+"""Text rendering for :mod:`ptxforge.reports.analyze` and :mod:`ptxforge.reports.variants`.
+
+Aligned tables and prose wrapped at 100 columns (:mod:`ptxforge._text`).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ from ptxforge._text import clip as _clip
 from ptxforge._text import plural as _plural
 from ptxforge._text import short_loc as _short_loc
 from ptxforge._text import short_path as _short_path
-from ptxforge._text import table
+from ptxforge._text import table, wrap
 
+from .names import short_label as _short_label
 from .names import short_labels
 from .peak import display_name
 from .resources import stack_text
@@ -20,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analyze import KernelAnalysis, ModuleAnalysis
     from .occupancy_sweep import OccupancyReport
 
-__all__ = ["table", "percent", "change", "KEY_ROWS", "SELP_ROWS", "cliff_line",
+__all__ = ["table", "percent", "change", "KEY_ROWS", "GENERIC_ROWS", "SELP_ROWS", "cliff_line",
            "prediction_lines", "render_kernel", "render_module", "render_occupancy"]
 
 #: The instruction counts of the seeds' hand-made tables: (label, prefixes summed).
@@ -39,6 +43,28 @@ KEY_ROWS = (
     ("bra", ("bra",)),
     ("call", ("call",)),
 )
+
+#: Loads and stores with no state space (``ld.f32``, as numba and generic pointers give):
+#: (label, opcode) rows of the key-instruction table after ``st.global``.
+GENERIC_ROWS = (("ld (generic)", "ld"), ("st (generic)", "st"))
+
+_SPACES = ("global", "shared", "local", "param", "const", "tex")
+
+
+def generic_count(mix, op: str) -> int:
+    """How many ``op`` (``ld`` or ``st``) instructions name no state space (generic addressing).
+
+    Example::
+
+        >>> from types import SimpleNamespace
+        >>> generic_count(SimpleNamespace(by_opcode={"ld.f32": 3, "ld.global.f32": 2,
+        ...                                          "ld.volatile.u32": 1, "ldu.f32": 4}), "ld")
+        4
+    """
+    return sum(n for name, n in mix.by_opcode.items()
+               if name.split(".")[0] == op
+               and not any(part.split("::")[0] in _SPACES for part in name.split(".")[1:]))
+
 
 #: selp operand-kind rows: (label, attribute of ``SelpBreakdown``), the same counts as the
 #: JSON's ``mix.selp``.  The unindented rows are exclusive and sum to the total; the indented
@@ -88,13 +114,18 @@ def _cut(items: Sequence, top: int) -> Sequence:
     return items if top <= 0 else items[:top]
 
 
+def _blocks(n) -> str:
+    """``1 block/SM``, ``3 blocks/SM``."""
+    return f"{n} block/SM" if n == 1 else f"{n} blocks/SM"
+
+
 def cliff_line(c, over: int = 0) -> str:
     """One sentence on the register cliffs (``over``: registers the estimate needs beyond
     the limit ``c.registers`` it is clamped to)."""
     parts = []
     if c.to_gain is not None:
         parts.append(f"{_plural(c.to_gain, 'fewer register')} ({c.registers - c.to_gain}) "
-                     f"{'gives' if c.to_gain == 1 else 'give'} {c.next_blocks} blocks/SM"
+                     f"{'gives' if c.to_gain == 1 else 'give'} {_blocks(c.next_blocks)}"
                      + (f", {c.to_gain + over} below the estimate" if over else ""))
     else:
         parts.append("fewer registers gain no block")
@@ -181,20 +212,28 @@ def _compile_lines(s) -> list:
         return []
     out = []
     if s.callees:
-        out.append(f"  calls {_plural(len(s.callees), 'function')}: "
-                   + _clip(", ".join(display_name(c) for c in s.callees), 80)
-                   + "; registers, spills and stack cover them")
+        one = len(s.callees) == 1
+        out += wrap(f"calls {_plural(len(s.callees), 'function')}: "
+                    + _cap_list([display_name(c) for c in s.callees], 4)
+                    + f"; registers, spills and stack cover {'it' if one else 'them'}",
+                    indent="  ", subsequent="    ")
     if not s.stack_known:
-        out.append(f"  stack: at least {s.stack_frame} bytes: the call graph recurses, so "
-                   "ptxas cannot bound it (each recursive function counted once)")
+        out += wrap(f"stack: at least {s.stack_frame} bytes: the call graph recurses, so "
+                    "ptxas cannot bound it (each recursive function counted once)",
+                    indent="  ", subsequent="    ")
     if s.register_cap_note:
-        out.append(f"  register cap: {s.register_cap_note}")
+        out += wrap(f"register cap: {s.register_cap_note}", indent="  ", subsequent="    ")
     return out
+
+
+def _para(text: str) -> list:
+    """An indented sentence of a kernel's section, wrapped at 100 columns."""
+    return wrap(text, indent="  ", subsequent="    ")
 
 
 def _title(k: "KernelAnalysis") -> list:
     kind = ".entry" if k.is_entry else ".func"
-    lines = [f"== {k.demangled} ({kind}) =="]
+    lines = wrap(f"== {k.demangled} ({kind}) ==", subsequent="   ")
     if k.demangled != k.name:
         lines.append(f"mangled name: {k.name}")
     return lines
@@ -214,7 +253,8 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
                      _clip(", ".join(g.names), 40)) for g in groups]
             return ["", f"live at the peak by source line ({len(groups)} of "
                         f"{len(p.by_source)}):",
-                    *table(("units", "values", "source", "registers"), rows, {0, 1})]
+                    *table(("units", "values", "source", "registers"), rows, {0, 1},
+                           width=100, shrink=(3, (2, _short_loc)))]
         return ["  (no source lines: compile with -lineinfo to attribute values)"]
     all_groups = k.groups(by)
     groups = _cut(all_groups, top)
@@ -223,7 +263,8 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
     rows = [(g.units, g.count, _clip(g.label, 60), _clip(", ".join(g.names), 40))
             for g in groups]
     return ["", f"live at the peak by {_BY_HEADING[by]} ({len(groups)} of {len(all_groups)}):",
-            *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1})]
+            *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1},
+                   width=100, shrink=(3, 2))]
 
 
 def prediction_lines(pred, live: int, ptxas=None) -> list:
@@ -233,49 +274,52 @@ def prediction_lines(pred, live: int, ptxas=None) -> list:
         return []
     beside = f"; live count {live}" + (f"; ptxas {ptxas} ({ptxas - pred.registers:+d})"
                                        if ptxas is not None else "")
-    rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, _clip(c.detail, 80))
+    rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, c.detail)
             for k, c in enumerate(pred.components)]
-    return [f"predicted ptxas count: {pred.registers} registers (likely {pred.low}-{pred.high})"
-            f"{beside}; {pred.model}",
-            *table(("registers", "component", "why"), rows, {0})]
+    return [*wrap(f"predicted ptxas count: {pred.registers} registers (likely {pred.low}-"
+                  f"{pred.high}){beside}; {pred.model}"),
+            *table(("registers", "component", "why"), rows, {0}, width=100, wrap_last=True)]
 
 
 def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
     """One kernel's section of the ``analyze`` report."""
     mix, r, s = k.mix, k.pressure, k.stats
     lines = [*_title(k),
-             f"{_plural(mix.instructions, 'instruction')}; virtual registers: "
-             f"{sum(mix.vregs.values()):,}"
-             + (" (" + ", ".join(f".{t} {n:,}" for t, n in mix.vregs.items()) + ")"
-                if mix.vregs else ""),
+             *wrap(f"{_plural(mix.instructions, 'instruction')}; virtual registers: "
+                   f"{sum(mix.vregs.values()):,}"
+                   + (" (" + ", ".join(f".{t} {n:,}" for t, n in mix.vregs.items()) + ")"
+                      if mix.vregs else "")),
              ""]
     op = k.occupancy
-    lines.append(_resources_title(k))
-    lines += table(("", "estimate", "ptxas"), _resource_rows(k))
+    lines += wrap(_resources_title(k))
+    lines += table(("", "estimate", "ptxas"), _resource_rows(k), width=100, shrink=(2,))
     if k.stats_note:
-        lines.append(f"  ptxas: {k.stats_note}")
+        lines += _para(f"ptxas: {k.stats_note}")
     lines += _compile_lines(s)
     if op is None:
-        lines.append(f"  occupancy n/a: {k.occupancy_note}")
+        lines += _para(f"occupancy n/a: {k.occupancy_note}")
     elif not op.launchable:
-        lines.append(f"  cannot launch at {k.block_size} threads/block: {op.reason}")
+        lines += _para(f"cannot launch at {k.block_size} threads/block: {op.reason}")
     else:
         over = k.over_limit if s is None else 0
-        lines.append("  " + cliff_line(k.cliffs, over)
-                     + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
+        lines += _para(cliff_line(k.cliffs, over)
+                       + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
     lines += prediction_lines(k.prediction, k.pressure.peak.units, s.registers if s else None)
     if k.over_limit:
-        lines.append(f"warning: {k.notes()[0]}")
+        lines += wrap(f"warning: {k.notes()[0]}")
     cmp = k.comparison
     if cmp is not None and cmp.notes(general=False):
         lines.append(f"why ptxas differs from the estimate ({cmp.difference:+d} registers; "
                      "general reasons: docs/compile.md):")
-        lines += [f"  - {note}" for note in cmp.notes(general=False)]
+        for note in cmp.notes(general=False):
+            lines += wrap(note, indent="  - ", subsequent="    ")
     lines.append("")
 
     lines.append("key instructions:")
-    lines += table(("instruction", "count"),
-                   [(label, key_count(mix, pre)) for label, pre in KEY_ROWS])
+    rows = [(label, key_count(mix, pre)) for label, pre in KEY_ROWS]
+    at = next(i for i, (label, _) in enumerate(KEY_ROWS) if label == "st.global") + 1
+    rows[at:at] = [(label, generic_count(mix, op)) for label, op in GENERIC_ROWS]
+    lines += table(("instruction", "count"), rows)
     ops = list(mix.by_opcode.items())
     shown = _cut(ops, top)
     lines.append("")
@@ -301,13 +345,13 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
     lines.append(f"peak pressure: {p.units:,} general registers (32-bit units) at instruction "
                  f"{p.index}" + (f", reached at {len(p.indices):,} instructions"
                                  if len(p.indices) > 1 else ""))
-    lines.append(f"  {p.index}: {p.instruction}")
+    lines.append(_clip(f"  {p.index}: {p.instruction}", 100))
     pp = r.pred_peak
-    lines.append(f"  live there: {_plural(len(p.values), 'value')}"
-                 + (" (" + ", ".join(f"{c} {n:,}" for c, n in p.by_class) + ")"
-                    if p.by_class else "")
-                 + (f"; predicates peak at {pp.units} (instruction {pp.index})"
-                    if pp.units else "; no predicates live"))
+    lines += _para(f"live there: {_plural(len(p.values), 'value')}"
+                   + (" (" + ", ".join(f"{c} {n:,}" for c, n in p.by_class) + ")"
+                      if p.by_class else "")
+                   + (f"; predicates peak at {pp.units} (instruction {pp.index})"
+                      if pp.units else "; no predicates live"))
     vals = _cut(p.values, top)
     if vals:
         lines.append("")
@@ -322,7 +366,8 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
             rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
                          _clip(v.def_text or "(never defined)", 44)))
         lines += table(("value", "type", "units", "def", "last use", "live", "source",
-                        "definition"), rows, {2, 3, 4, 5})
+                        "definition"), rows, {2, 3, 4, 5}, width=100,
+                       shrink=(7, (6, _short_loc), 0))
     if p.values:
         lines += _peak_groups(k, top, by)
     lines += _timeline_and_loops(k, top)
@@ -336,18 +381,19 @@ def _timeline_and_loops(k: "KernelAnalysis", top: int, width: int = 72) -> list:
     if not n:
         return []
     step = max(1, -(-n // width))
-    out = ["", f"timeline (live units per instruction, {_plural(step, 'instruction')} per "
-               f"column, the most of each; peak {r.peak.units} at {r.peak.index}):",
+    out = ["", *wrap(f"timeline (live units per instruction, {_plural(step, 'instruction')} "
+                     f"per column, the most of each; peak {r.peak.units} at {r.peak.index}):"),
            "  " + r.sparkline(width)]
     if r.loops:
         loops = _cut(r.loops, top)
-        out += ["", f"loops ({len(loops)} of {len(r.loops)}; live-in: units live on entry; "
-                    "carried: redefined in the loop):"]
+        out += ["", *wrap(f"loops ({len(loops)} of {len(r.loops)}; live-in: units live on "
+                          "entry; carried: redefined in the loop):")]
         rows = [(lp.name, lp.depth, len(lp.blocks), lp.live_in, lp.carried, lp.peak,
                  lp.peak_index, _clip(", ".join(v.name for v in lp.values), 30))
                 for lp in loops]
         out += table(("header", "depth", "blocks", "live-in", "carried", "peak", "at",
-                      "longest-lived at its peak"), rows, {1, 2, 3, 4, 5, 6})
+                      "longest-lived at its peak"), rows, {1, 2, 3, 4, 5, 6}, width=100,
+                     shrink=(7, 0))
     return out
 
 
@@ -357,16 +403,23 @@ _ARCH_SOURCES = {"given": "", "target": " (from .target)", "default": " (default
 def _header(m: "ModuleAnalysis") -> list:
     own = [k for k in m.kernels if k.block_source in _SOURCES]
     blocks = f"{m.block_size} threads/block"
-    if own:
-        blocks += (" (" + _cap_list([f"{display_name(k.name)}: {k.block_size}, "
-                                     f"{_SOURCES[k.block_source]}" for k in own], 3) + ")")
+    if len(own) == 1:
+        k = own[0]
+        blocks += f" ({_short_label(display_name(k.name), 40)}: {k.block_size}, " \
+                  f"{_SOURCES[k.block_source]})"
+    elif own:
+        sizes = sorted({k.block_size for k in own})
+        which = "/".join(sorted({k.block_source for k in own}))
+        blocks += (f" ({len(own)} kernels at their own {which}: "
+                   + (str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}")
+                   + ")")
     head = (f"{_short_path(m.file, 40)}: PTX {m.ptx_version} for {m.ptx_target}; "
             f"analysed for {m.arch}"
             f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
             + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
             + "; " + (_short_tool(_tool(m)) if m.compiled else "ptxas not run"))
-    # one line (tests and scripts read it whole): the parts that grow are shortened instead
-    return [head] + [f"note: {n}" for n in m.notes]
+    # wrapped at 100 columns; the parts that grow (path, names, tool) are shortened too
+    return [*wrap(head, subsequent="    "), *[x for n in m.notes for x in wrap(f"note: {n}")]]
 
 
 def _short_tool(text: str) -> str:
@@ -401,8 +454,8 @@ def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",
     kernels, with a note saying so)."""
     lines = [*_header(m), ""]
     rows, why = [], []
-    labels = short_labels([display_name(k.name) for k in m.kernels], 40)
-    for k, name in zip(m.kernels, labels):
+    names = [display_name(k.name) for k in m.kernels]
+    for k, name in zip(m.kernels, names):
         s, o = k.stats, k.occupancy
         rows.append((name, k.mix.instructions, k.pressure.peak.units,
                      None if k.prediction is None else k.prediction.registers,
@@ -410,22 +463,31 @@ def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",
                      f"{s.spill_stores}/{s.spill_loads}" if s else None,
                      _stack_cell(k), "n/a" if o is None else o.active_blocks,
                      "n/a" if o is None else percent(o.occupancy)))
+        label = _short_label(name, 60)
         if k.over_limit:
-            why.append(f"  {name}: the estimate is {k.over_limit} over the "
-                       f"{k.register_limit} registers a thread can have: ptxas must reorder or "
-                       "spill")
+            why.append(f"{label}: the estimate is {k.over_limit} over the "
+                       f"{k.register_limit}-register limit: ptxas must reorder or spill")
         if o is None and k.is_entry:
-            why.append(f"  {name}: occupancy n/a: {k.occupancy_note}")
+            why.append(f"{label}: occupancy n/a: {k.occupancy_note}")
         elif o is not None and not o.launchable:
-            why.append(f"  {name}: cannot launch at {k.block_size} threads/block: {o.reason}")
-    lines += table(("kernel", "instructions", "estimate", "predicted", "ptxas", "spill st/ld",
-                    "stack",
-                    "blocks/SM", "occupancy"), rows)
-    lines += why
+            why.append(f"{label}: cannot launch at {k.block_size} threads/block: {o.reason}")
+    header = ("kernel", "instrs", "estimate", "predicted", "ptxas", "spill st/ld", "stack",
+              "blk/SM", "occup.")
+    probe = table(header, [("",) + r[1:] for r in rows])
+    room = max(24, 100 - max(len(x) for x in probe) + len(header[0]))
+    labels = short_labels(names, room)
+    lines += table(header, [(label,) + r[1:] for label, r in zip(labels, rows)])
+    lines += wrap("instrs: PTX instructions; estimate: most live registers (32-bit units); "
+                  "predicted: ptxas's count as predicted; spill st/ld, stack: bytes; "
+                  "blk/SM, occup.: blocks per SM and occupancy" +
+                  (" at ptxas's count" if m.compiled else " at the estimate"),
+                  indent="  ", subsequent="  ")
+    for text in why:
+        lines += wrap(text, indent="  ", subsequent="    ")
     auto = summary is None and len(m.kernels) > SUMMARY_ABOVE
     if auto:
-        lines.append(f"note: {len(m.kernels)} kernels, so one line each (more than "
-                     f"{SUMMARY_ABOVE}); --full prints every kernel, --kernel NAME one")
+        lines += wrap(f"note: {len(m.kernels)} kernels, so one line each (more than "
+                      f"{SUMMARY_ABOVE}); --full prints every kernel, --kernel NAME one")
     out = "\n".join(lines) + "\n"
     if summary or auto:
         return out
@@ -437,17 +499,17 @@ def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",
 def render_occupancy(rep: "OccupancyReport") -> str:
     """The ``occupancy`` report."""
     o, c = rep.occupancy, rep.cliffs
-    lines = [f"{rep.arch or o.arch}: {o.registers} registers/thread, {o.block_size} threads/block, "
-             f"{o.shared_per_block} bytes shared/block",
+    lines = [*wrap(f"{rep.arch or o.arch}: {o.registers} registers/thread, {o.block_size} "
+                   f"threads/block, {o.shared_per_block} bytes shared/block"),
              f"  blocks/SM   {o.active_blocks}",
              f"  warps/SM    {o.active_warps} of {o.max_warps}",
              f"  occupancy   {percent(o.occupancy)}",
              f"  limited by  {', '.join(o.limiting) or '-'}",
-             *([] if o.launchable else [f"  cannot launch: {o.reason}"]),
-             "  limits (blocks/SM): " + ", ".join(
+             *([] if o.launchable else _para(f"cannot launch: {o.reason}")),
+             *_para("limits (blocks/SM): " + ", ".join(
                  f"{name} {'-' if v is None else v}"
-                 for name, v in o.to_dict()["limits"].items()),
-             "  " + cliff_line(c), "",
+                 for name, v in o.to_dict()["limits"].items())),
+             *_para(cliff_line(c)), "",
              "register plateaus (highest register count of each):"]
     warps = -(-o.block_size // 32)
     lines += table(("max registers", "blocks/SM", "occupancy"),

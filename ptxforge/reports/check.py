@@ -41,9 +41,10 @@ from typing import Optional
 
 import attrs
 
-from ptxforge._text import table
+from ptxforge._text import short_loc, table, wrap
 from ptxforge.errors import PtxforgeError
 
+from .names import short_labels
 from .peak import display_name, full_name
 
 __all__ = [
@@ -341,23 +342,36 @@ class CheckReport:
         by_kernel = {}
         for f in self.findings:
             by_kernel.setdefault(id(f.kernel), []).append(f)
-        rows = []
+        rows, failed = [], []
         for k in self.kernels:
             fs = by_kernel.get(id(k), [])
             bad = [f.rule for f in fs if not f.ok]
             verdict = "FAIL " + ",".join(bad) if bad else ("ok" if fs else "no budget")
+            failed.append(len(verdict) > 18)   # a long verdict goes on its own line
+            verdict = "FAIL" if failed[-1] else verdict
             spills = "?" if k.spills is None else f"{k.spill_stores}/{k.spill_loads}"
-            rows.append((display_name(k.name)[:40], "-" if k.registers is None else k.registers,
+            rows.append(("-" if k.registers is None else k.registers,
                          spills, "?" if k.stack is None else k.stack,
                          "n/a" if k.occupancy is None else _pct(k.occupancy), verdict))
-        lines = table(("kernel", "registers", "spill st/ld", "stack", "occupancy", "verdict"),
-                      rows)
+        header = ("kernel", "registers", "spill st/ld", "stack", "occupancy", "verdict")
+        right = {1, 2, 3, 4}
+        rest = max(len(x) for x in table(header, [("", *r) for r in rows], right))
+        labels = short_labels([display_name(k.name) for k in self.kernels],
+                              max(24, 100 - rest + len(header[0])))
+        lines = []
+        for row, k, long in zip(table(header, [(n, *r) for n, r in zip(labels, rows)], right),
+                                [None, *self.kernels], [False, *failed]):
+            lines.append(row)
+            if long:
+                bad = [f.rule for f in by_kernel[id(k)] if not f.ok]
+                lines += wrap("failed: " + ", ".join(bad), indent="    ", subsequent="      ")
         fails = self.failures
         if fails:
             lines.append("")
             for f in fails:
                 loc = _where(f.kernel)
-                lines.append(f"{loc}: {f.rule}: {f.message}" if loc else f"{f.rule}: {f.message}")
+                lines += wrap(f"{short_loc(loc, 60)}: {f.rule}: {f.message}" if loc
+                              else f"{f.rule}: {f.message}")
         for p in self.unmatched:
             lines.append(f"note: budget pattern {p!r} matches no kernel")
         n = len(self.kernels)

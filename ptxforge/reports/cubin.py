@@ -30,7 +30,7 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge._text import clip, table
+from ptxforge._text import clip, table, wrap
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
@@ -133,11 +133,12 @@ class CubinReport:
     def to_text(self) -> str:
         from .analyze_text import cliff_line, percent  # noqa: F401 (text helpers)
 
-        lines = [f"{self.file}: cubin for {self.arch}; {self.block_size} threads/block unless a "
-                 "kernel declares its own"
-                 + (f", {self.dynamic_shared:,} bytes dynamic shared" if self.dynamic_shared
-                    else "") + "; no PTX, so no liveness estimate and no spill bytes (they "
-                 "are in ptxas's log only)", ""]
+        lines = [*wrap(f"{self.file}: cubin for {self.arch}; "
+                       f"{self.block_size} threads/block unless a kernel declares its own"
+                       + (f", {self.dynamic_shared:,} bytes dynamic shared"
+                          if self.dynamic_shared else "")
+                       + "; no PTX, so no liveness estimate and no spill bytes (they are in "
+                       "ptxas's log only)"), ""]
         rows = []
         for k in self.kernels:
             o = k.occupancy
@@ -148,7 +149,7 @@ class CubinReport:
         lines += table(("kernel", "registers", "stack", "shared", "cmem[0]", "threads",
                         "blocks/SM", "occupancy"), rows)
         for k in self.kernels:
-            lines += ["", f"== {full_name(k.name)} =="]
+            lines += ["", *wrap(f"== {full_name(k.name)} ==", subsequent="   ")]
             if full_name(k.name) != k.name:
                 lines.append(f"mangled name: {k.name}")
             cap = "none" if k.register_cap is None else str(k.register_cap)
@@ -164,16 +165,17 @@ class CubinReport:
             where = (f"{k.block_size} threads/block"
                      + (f" from its {k.block_source}" if k.block_source.startswith(".") else ""))
             if o is None:
-                lines.append(f"  occupancy n/a: {k.occupancy_note}")
+                text = [f"occupancy n/a: {k.occupancy_note}"]
             elif not o.launchable:
-                lines.append(f"  cannot launch at {where}: {o.reason}")
+                text = [f"cannot launch at {where}: {o.reason}"]
             else:
-                lines.append(f"  {where}: {o.active_blocks} blocks/SM, {percent(o.occupancy)} "
-                             f"occupancy, limited by {', '.join(o.limiting)}")
-                lines.append("  " + cliff_line(k.cliffs))
+                text = [f"{where}: {o.active_blocks} block{'s' if o.active_blocks != 1 else ''}"
+                        f"/SM, {percent(o.occupancy)} occupancy, limited by "
+                        f"{', '.join(o.limiting)}", cliff_line(k.cliffs)]
+            lines += [x for t in text for x in wrap(t, indent="  ", subsequent="    ")]
         if self.functions:
-            lines += ["", "device functions (not launched): "
-                      + ", ".join(display_name(f) for f in self.functions)]
+            lines += ["", *wrap("device functions (not launched): "
+                                + ", ".join(display_name(f) for f in self.functions))]
         return "\n".join(lines) + "\n"
 
 

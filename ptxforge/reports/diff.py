@@ -16,8 +16,11 @@ Example::
     >>> d = diff_figures([k(40)], [k(48)])
     >>> d.rows[0].status, d.rows[0].changes[0]
     ('changed', ('registers', 40, 48))
-    >>> print(d.to_text().splitlines()[2])
-      k       changed  40 → 48 (+8)         0         0      0      50.0%  40 → 48 (+8)
+    >>> print(d.to_text().splitlines()[1:])
+    ['  kernel     registers      estimate', '  k       40 → 48 (+8)  40 → 48 (+8)']
+
+A figure one build does not know (a cubin has no spill bytes and no estimate) is no change:
+its cell says ``n/a``.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from typing import Optional
 
 import attrs
 
-from ptxforge._text import table
+from ptxforge._text import WIDTH, short_path, table, wrap
 
+from .names import short_labels
 from .peak import display_name
 
 __all__ = ["FIELDS", "DiffReport", "KernelDelta", "diff_figures", "match_keys"]
@@ -82,6 +86,16 @@ def _fmt(field: str, v) -> str:
     return f"{100 * v:.1f}%" if field == "occupancy" else str(v)
 
 
+#: The text and Markdown columns: (title, fields shown in one cell, ``/`` between them).
+_COLUMNS = (("registers", ("registers",)), ("spill st/ld", ("spill_stores", "spill_loads")),
+            ("stack", ("stack",)), ("occupancy", ("occupancy",)), ("estimate", ("estimate",)),
+            ("prediction", ("prediction",)))
+
+
+#: The fields whose cell adds ``(+N)`` to ``old → new``.
+_DELTAS = ("registers", "estimate", "prediction")
+
+
 def _delta(field: str, a, b) -> str:
     if a is None or b is None:
         return ""
@@ -91,16 +105,25 @@ def _delta(field: str, a, b) -> str:
     return f" ({d:+d})"
 
 
-def _cell(d: KernelDelta, field: str) -> str:
-    a = None if d.old is None else getattr(d.old, field)
-    b = None if d.new is None else getattr(d.new, field)
+def _cell(d: KernelDelta, fields: Sequence, deltas: bool = True) -> str:
+    """One column's cell: the value, ``old → new (delta)`` when it changed, ``n/a`` when
+    only one build knows it."""
+    a = [None if d.old is None else getattr(d.old, f) for f in fields]
+    b = [None if d.new is None else getattr(d.new, f) for f in fields]
+    one = "/".join
+
+    def fmt(values):
+        return one(_fmt(f, v) for f, v in zip(fields, values))
     if d.old is None:
-        return _fmt(field, b)
+        return fmt(b)
     if d.new is None:
-        return _fmt(field, a)
+        return fmt(a)
+    if any((x is None) != (y is None) for x, y in zip(a, b)):
+        return "n/a"
     if a == b:
-        return _fmt(field, a)
-    return f"{_fmt(field, a)} → {_fmt(field, b)}{_delta(field, a, b)}"
+        return fmt(a)
+    delta = _delta(fields[0], a[0], b[0]) if deltas and fields[0] in _DELTAS else ""
+    return f"{fmt(a)} → {fmt(b)}{delta}"
 
 
 @attrs.frozen(slots=True)
@@ -120,10 +143,15 @@ class DiffReport:
     def _shown(self, all: bool) -> tuple:
         return self.rows if all else self.changed
 
-    def _columns(self, rows) -> list:
-        """The figure columns worth showing: those any shown kernel has a value for."""
-        return [(f, t) for f, t in FIELDS
-                if any(getattr(x, f) is not None for r in rows for x in (r.old, r.new) if x)]
+    def _columns(self, rows, all: bool) -> list:
+        """The columns worth showing: those any shown kernel has a value for, and (unless
+        ``all``) a change in."""
+        changed = {f for r in rows for f, _, _ in r.changes}
+        return [(t, fs) for t, fs in _COLUMNS
+                if any(getattr(x, f) is not None for r in rows for x in (r.old, r.new) if x
+                       for f in fs)
+                and (all or changed & set(fs) or any(r.status != "changed" for r in rows)
+                     and not changed)]
 
     def to_dict(self, all: bool = False) -> dict:
         """JSON-ready dict (``schema`` ``ptxforge.diff/1``)."""
@@ -143,13 +171,24 @@ class DiffReport:
     def to_text(self, all: bool = False) -> str:
         """An aligned table of the changed kernels (every kernel with ``all``)."""
         rows = self._shown(all)
-        head = [f"{self.old} → {self.new}: {self._summary()}"]
+        head = wrap(f"{short_path(self.old, 44)} → {short_path(self.new, 44)}: "
+                    f"{self._summary()}")
         if not rows:
             return "\n".join(head) + "\n"
-        cols = self._columns(rows)
-        body = [(display_name(r.key)[:48], r.status, *(_cell(r, f) for f, _ in cols))
-                for r in rows]
-        return "\n".join(head + table(("kernel", "status", *(t for _, t in cols)), body)) + "\n"
+        cols = self._columns(rows, all)
+        short = {"estimate": "est.", "prediction": "pred."} if len(cols) > 5 else {}
+        header = ("kernel", *(short.get(t, t) for t, _ in cols))
+        names = [display_name(r.key) for r in rows]
+        # the status is in the cells (old → new) and after added and removed kernels' names
+        tags = ["" if r.status in ("changed", "same") else f" ({r.status})" for r in rows]
+        for deltas in (True, False):   # without the (delta)s when names would get too short
+            body = [tuple(_cell(r, fs, deltas) for _, fs in cols) for r in rows]
+            rest = max(len(x) for x in table(header, [("", *b) for b in body])) - len("kernel")
+            if rest + min(24, max(map(len, names))) <= WIDTH:
+                break
+        room = max(16, WIDTH - rest - max(map(len, tags)))
+        labels = [n + t for n, t in zip(short_labels(names, room), tags)]
+        return "\n".join(head + table(header, [(n, *b) for n, b in zip(labels, body)])) + "\n"
 
     def to_markdown(self, all: bool = False) -> str:
         """A GitHub-flavoured Markdown table for a pull-request comment."""
@@ -157,11 +196,11 @@ class DiffReport:
         lines = [f"**ptxforge diff**: {self._summary()}", ""]
         if not rows:
             return "\n".join(lines)
-        cols = self._columns(rows)
-        lines.append("| kernel | status | " + " | ".join(t for _, t in cols) + " |")
+        cols = self._columns(rows, all)
+        lines.append("| kernel | status | " + " | ".join(t for t, _ in cols) + " |")
         lines.append("|---|---|" + "---:|" * len(cols))
         for r in rows:
-            cells = [_cell(r, f).replace("|", "\\|") for f, _ in cols]
+            cells = [_cell(r, fs).replace("|", "\\|") for _, fs in cols]
             name = display_name(r.key).replace("|", "\\|")
             lines.append(f"| `{name}` | {r.status} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
@@ -179,7 +218,8 @@ def diff_figures(old: Sequence, new: Sequence, old_name: str = "old",
             rows.append(KernelDelta(key, None, b, "added"))
             continue
         changes = tuple((f, getattr(a, f), getattr(b, f)) for f, _ in FIELDS
-                        if getattr(a, f) != getattr(b, f))
+                        if getattr(a, f) is not None and getattr(b, f) is not None
+                        and getattr(a, f) != getattr(b, f))
         rows.append(KernelDelta(key, a, b, "changed" if changes else "same", changes))
     rows += [KernelDelta(key, a, None, "removed") for key, a in olds.items() if key not in news]
     return DiffReport(old_name, new_name, tuple(rows))

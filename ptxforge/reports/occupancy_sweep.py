@@ -28,6 +28,7 @@ from typing import Optional, Sequence, Union
 
 import attrs
 
+from ptxforge._text import wrap
 from ptxforge.arch.occupancy import (
     Occupancy,
     RegisterCliffs,
@@ -35,7 +36,6 @@ from ptxforge.arch.occupancy import (
     occupancy,
     register_cliffs,
 )
-from ptxforge._text import wrap
 from ptxforge.errors import PtxforgeError
 
 from .analyze_text import render_occupancy
@@ -104,7 +104,7 @@ def occupancy_report(target: Union[str, int], registers: int, block: int, smem: 
 
 
 def cap_notes(sweep) -> tuple:
-    """Notes on the rows of a :class:`~ptxforge.toolchain.sweep.Sweep` whose registers exceed their cap:
+    """Notes on the rows of a :class:`~ptxforge.toolchain.sweep.Sweep` over their cap:
     ptxas's lower bound (caps below :data:`PTXAS_CAP_FLOOR`), or a cap that did not bind."""
     over = [r for r in sweep.rows if r.cap is not None and r.registers is not None
             and r.registers > r.cap]
@@ -148,7 +148,8 @@ class CapChoice:
         cap = "no cap" if self.cap is None else f"--maxrregcount={self.cap}"
         how = ("with no spills" if self.budget == 0 else
                f"with {self.spill} bytes of spills (budget {self.budget})")
-        return (f"{cap}: {self.registers} registers, {self.blocks_per_sm} blocks/SM, "
+        blocks = "block" if self.blocks_per_sm == 1 else "blocks"
+        return (f"{cap}: {self.registers} registers, {self.blocks_per_sm} {blocks}/SM, "
                 f"{self.occupancy * 100:.1f}% occupancy {how}")
 
 
@@ -185,12 +186,13 @@ def recommendation_lines(sweep, spill_budget: int = 0) -> tuple:
     """The sweep's closing sentences: the cap with the most occupancy and no spills, and
     (when it gives more) the most occupancy with spills within ``spill_budget`` bytes."""
     clean = recommend_cap(sweep, 0)
-    if clean is None:
+    if recommend_cap(sweep, 1 << 62) is None:
         return ("recommended cap: none (no compile with a known occupancy)",)
-    out = [f"recommended cap (most occupancy, no spills): {clean.text()}"]
+    out = [f"recommended cap (most occupancy, no spills): {clean.text()}" if clean else
+           "recommended cap (most occupancy, no spills): none: every compile spills"]
     if spill_budget > 0:
         spilly = recommend_cap(sweep, spill_budget)
-        if spilly is not None and spilly.occupancy > clean.occupancy:
+        if spilly is not None and (clean is None or spilly.occupancy > clean.occupancy):
             out.append(f"with up to {spill_budget} spill bytes: {spilly.text()}")
         else:
             out.append(f"with up to {spill_budget} spill bytes: no cap gains occupancy "
@@ -244,20 +246,22 @@ class SweepReport:
         """The sweep tables, one per kernel, with the liveness estimate beside them."""
         parts = []
         for k, s in zip(self.analysis.kernels, self.sweeps):
-            text = s.to_text()
+            lines = s.to_text().splitlines()
             if k.block_source not in ("given", "default"):
-                text += (f"\n{k.block_size} threads/block: the kernel's {k.block_source} "
-                         "(--block overrides)")
+                lines.append(f"{k.block_size} threads/block: the kernel's {k.block_source} "
+                             "(--block overrides)")
             if k.dynamic_shared:
-                text += f"\n{k.dynamic_shared} bytes of dynamic shared memory per block"
-            text += "".join(f"\nnote: {n}" for n in cap_notes(s))
-            text += "\n" + "\n".join(wrap(ROW_LEGEND, 100))
-            text += "".join(f"\n{line}" for line in recommendation_lines(s, self.spill_budget))
-            text += (f"\nliveness estimate: {k.estimate.registers} registers (32-bit units), "
-                     f"{k.estimate.predicates} predicates")
-            if k.over_limit:
-                text += f" ({k.over_limit} over the {k.register_limit} a thread can have)"
-            parts.append(text + "\n")
+                lines.append(f"{k.dynamic_shared} bytes of dynamic shared memory per block")
+            lines += [f"note: {n}" for n in cap_notes(s)]
+            lines.append(ROW_LEGEND)
+            lines += recommendation_lines(s, self.spill_budget)
+            lines.append(f"liveness estimate: {k.estimate.registers} registers (32-bit units), "
+                         f"{k.estimate.predicates} predicates"
+                         + (f" ({k.over_limit} over the {k.register_limit} a thread can have)"
+                            if k.over_limit else ""))
+            # every line at most 100 columns: the long ones wrapped with a hanging indent
+            parts.append("\n".join(x for line in lines
+                                   for x in (wrap(line) if len(line) > 100 else [line])) + "\n")
         return "\n".join(parts)
 
 

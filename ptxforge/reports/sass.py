@@ -45,7 +45,7 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge._text import clip, plural, short_loc, table
+from ptxforge._text import clip, plural, reg_ranges, short_loc, short_path, table, wrap
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
@@ -53,9 +53,9 @@ from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
 
 from .estimate import Estimate
+from .gap import explain_gap
 from .names import match_kernel, short_labels
 from .peak import display_name, full_name
-from .gap import explain_gap
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import trace_kernel
@@ -206,9 +206,10 @@ class SassKernelReport:
                   f"{len(f.used('GPR'))} distinct GPRs used; {self.holes} below the highest "
                   "never live at the peak"),
                  ("ptxas REGCOUNT", self.regcount, self.regcount_reason())]
-        title = [f"== {full_name(self.name)} =="] + (
+        title = wrap(f"== {full_name(self.name)} ==", subsequent="   ") + (
             [f"mangled name: {self.name}"] if full_name(self.name) != self.name else [])
-        lines = [*title, *table(("", "registers", ""), rows, right={1})]
+        lines = [*title, *table(("", "registers", ""), rows, right={1}, width=100,
+                                wrap_last=True)]
         preds = f"predicates: SASS peak {f.peak('PRED').count}"
         if e is not None:
             preds += f", estimate {e.predicates}"
@@ -220,8 +221,9 @@ class SassKernelReport:
             lines.append(f"  ptxas: cap {s.register_cap or '-'}, spills {s.spill_stores} B "
                          f"stored / {s.spill_loads} B loaded")
         if self.callees:
-            lines.append("  call graph: " + ", ".join(
-                f"{c.name} (REGCOUNT {c.regcount}, span {c.span('GPR')})" for c in self.callees))
+            lines += wrap("call graph: " + ", ".join(
+                f"{full_name(c.name)} (REGCOUNT {c.regcount}, span {c.span('GPR')})"
+                for c in self.callees), indent="  ", subsequent="    ")
         shown = peak.instructions if top <= 0 else peak.instructions[:top]
         if shown:
             which = (at if len(shown) == len(peak.instructions)
@@ -231,9 +233,10 @@ class SassKernelReport:
                      "-" if i.ptx_line is None else clip(f"{i.ptx_line}: {i.ptx or ''}", 44),
                      "-" if i.source is None else short_loc(str(i.source), 48))
                     for i in shown]
-            lines += table(("offset", "SASS", "PTX line", "source"), rows, right=set())
-            lines.append(f"  live at {peak.instructions[0].offset:#06x}: "
-                         + " ".join(peak.registers))
+            lines += table(("offset", "SASS", "PTX line", "source"), rows, right=set(),
+                           width=100, shrink=((3, short_loc), 2, 1))
+            lines += wrap(f"live at {peak.instructions[0].offset:#06x}: "
+                          + reg_ranges(peak.registers), indent="  ", subsequent="    ")
         lines += explain_text(self.trace, self.gap, top)
         return "\n".join(lines) + "\n"
 
@@ -266,13 +269,16 @@ class SassReport:
 
     def to_text(self, top: int = 10) -> str:
         via = f"ptxas via {self.backend}; " if self.backend else ""
-        head = [f"{self.file}: {self.arch}; {via}nvdisasm {self.sass.version}", ""]
-        labels = short_labels([display_name(k.name) for k in self.kernels], 40)
-        rows = [(label, "-" if k.estimate is None else k.estimate.registers, k.sass_peak,
-                 k.span, k.regcount, k.above_span, len(k.callees) or "")
-                for label, k in zip(labels, self.kernels)]
-        head += table(("kernel", "estimate", "SASS peak", "span", "REGCOUNT", "REGCOUNT-span",
-                       "callees"), rows)
+        head = [*wrap(f"{short_path(self.file, 48)}: {self.arch}; {via}nvdisasm "
+                      f"{self.sass.version}"), ""]
+        names = [display_name(k.name) for k in self.kernels]
+        rows = [("-" if k.estimate is None else k.estimate.registers, k.sass_peak,
+                 k.span, k.regcount, k.above_span, len(k.callees) or "") for k in self.kernels]
+        header = ("kernel", "estimate", "SASS peak", "span", "REGCOUNT", "REGCOUNT-span",
+                  "callees")
+        rest = max(len(x) for x in table(header, [("", *r) for r in rows])) - len(header[0])
+        labels = short_labels(names, max(24, 100 - rest))
+        head += table(header, [(n, *r) for n, r in zip(labels, rows)])
         if not self.sass.line_info and not self.sass.ptx_lines:
             head.append("  (the cubin has no line info: compile with line_info=True for the "
                         "PTX and source lines of the SASS peak)")

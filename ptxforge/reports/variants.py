@@ -43,12 +43,21 @@ from typing import Optional, Sequence
 
 import attrs
 
-from ptxforge._text import wrap
+from ptxforge._text import short_path, wrap
 from ptxforge.errors import PtxforgeError
 
 from .analyze import KernelAnalysis, ModuleAnalysis
-from .analyze_text import KEY_ROWS, SELP_ROWS, change, key_count, percent, selp_value, table
-from .analyze_text import _tool
+from .analyze_text import (
+    KEY_ROWS,
+    SELP_ROWS,
+    _short_tool,
+    _tool,
+    change,
+    key_count,
+    percent,
+    selp_value,
+    table,
+)
 from .peak import display_name
 
 __all__ = ["SCHEMA", "DeltaRow", "KernelPair", "VariantComparison", "compare_variants"]
@@ -172,13 +181,14 @@ class VariantComparison:
         """One table per kernel pair: metric, A, B, Delta, change."""
         a, b = self.a, self.b
         arch = a.arch if a.arch == b.arch else f"A {a.arch}, B {b.arch} (pass --arch for one)"
-        lines = [f"A: {a.file}", f"B: {b.file}",
-                 f"{arch}, {a.block_size} threads/block"
-                 + (f", {a.dynamic_shared:,} bytes dynamic shared" if a.dynamic_shared else "")
-                 + "; " + (_tool(a) if a.compiled else "ptxas not run")]
+        lines = [f"A: {short_path(a.file, 96)}", f"B: {short_path(b.file, 96)}",
+                 *wrap(f"{arch}, {a.block_size} threads/block"
+                       + (f", {a.dynamic_shared:,} bytes dynamic shared" if a.dynamic_shared
+                          else "")
+                       + "; " + (_short_tool(_tool(a)) if a.compiled else "ptxas not run"))]
         for p in self.pairs:
             lines.append("")
-            lines.append(f"== {_pair_title(p)} ==")
+            lines += wrap(f"== {_pair_title(p)} ==", subsequent="   ")
             if p.a.block_size != a.block_size or p.b.block_size != a.block_size:
                 lines.append(f"threads/block: A {p.a.block_size} ({p.a.block_source}), "
                              f"B {p.b.block_size} ({p.b.block_source})")
@@ -199,7 +209,7 @@ class VariantComparison:
         for side, names in (("A", self.only_a), ("B", self.only_b)):
             if names:
                 lines.append("")
-                lines.append(f"only in {side}: {', '.join(names)}")
+                lines += wrap(f"only in {side}: {', '.join(names)}")
         return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ from ptxforge.cli import main
 from ptxforge.ptx.directives import with_maxnreg
 from ptxforge.toolchain.compile import CompileOptions, compile_ptx
 
+from cli_util import flat, header
 from compile_sources import CALLS, LIVE64, OCTREE_WALK, nvrtc
 from corpus_util import corpus_ptx
 
@@ -72,9 +73,9 @@ def test_text_shows_own_body_rows_and_the_callees(capsys, ptx):
     assert re.search(r"^  stack \(bytes\) +- +160$", out, re.M)
     assert re.search(r"^    spill stores, own body \(bytes\) +- +0$", out, re.M)
     assert re.search(r"^    stack frame, own body \(bytes\) +- +0$", out, re.M)
-    assert "  calls 4 functions: fail, gather, __cuda_sm20_rem_s64, vprintf;" in out
+    assert "calls 4 functions: fail, gather, __cuda_sm20_rem_s64, vprintf;" in flat(out)
     assert "ptxas spilled: 56 bytes stored, 56 bytes loaded per thread in the kernel and the " \
-           "functions it calls (0/0 in its own body, 56/56 in its callees)" in out
+           "functions it calls (0/0 in its own body, 56/56 in its callees)" in flat(out)
 
 
 def test_recursion_makes_the_stack_a_lower_bound(capsys, ptx):
@@ -116,7 +117,7 @@ def test_a_maxrregcount_launch_bounds_ignore_is_noted(ptx):
     assert k.stats.register_cap == 64
     note = k.to_dict()["ptxas"]["register_cap_note"]
     assert note.startswith("--maxrregcount=40 not applied: ptxas ignores --maxrregcount")
-    assert f"  register cap: {note}" in a.to_text()
+    assert f"register cap: {note}" in flat(a.to_text())
 
 
 def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
@@ -127,8 +128,8 @@ def test_debug_ptx_is_noted_and_the_tool_named(capsys, ptx):
     assert note.startswith("debug PTX ('.target sm_80, debug'") and "compiled at -O0" in note
     text = _text(capsys, ptx["debug"])
     # the header names the tool (its path shortened from the left) and the mode
-    assert re.search(r"; ptxas 13\.\d+ \(\S*ptxas\), whole-program", text.splitlines()[0])
-    assert f"note: {note}" in text
+    assert re.search(r"; ptxas 13\.\d+ \(\S*ptxas\), whole-program", header(text))
+    assert f"note: {note}" in flat(text)
     assert _doc(capsys, ptx["calls"])["notes"] == []
 
 
@@ -142,7 +143,7 @@ def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
     text = with_version(ptx["calls"].read_text(), (8, 0))
     a = analyze_ptx(text, "calls.ptx", backend="ptxas")
     assert a.tool.startswith("ptxas ") and a.tool.endswith(")")
-    assert re.search(r"; ptxas \d+\.\d+ \(\S*ptxas\), whole-program", a.to_text().splitlines()[0])
+    assert re.search(r"; ptxas \d+\.\d+ \(\S*ptxas\), whole-program", header(a.to_text()))
 
 
 def test_an_nvjitlink_crash_is_a_one_line_error(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from by_hand import blocks_per_sm
-from cli_util import run, run_json
+from cli_util import flat, header, run, run_json
 from corpus_util import compile_cu, corpus_ptx
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def test_arch_defaults_to_the_ptx_target(capsys, files):
     assert (doc["arch"], doc["arch_source"], doc["ptx_target"]) == ("sm_90", "target", "sm_90")
     assert doc["notes"] == []
     code, out, err = run(capsys, "analyze", files["bounds90"], "--no-compile")
-    assert "analysed for sm_90 (from .target)" in out.splitlines()[0]
+    assert "analysed for sm_90 (from .target)" in header(out)
     # --arch still wins, and says nothing about where it came from
     doc = run_json(capsys, "analyze", files["bounds90"], "--no-compile", "--arch", "sm_120")
     assert (doc["arch"], doc["arch_source"]) == ("sm_120", "given")
@@ -85,7 +85,7 @@ def test_a_target_ptxforge_does_not_know_falls_back_with_a_note(capsys, files):
     (note,) = doc["notes"]
     assert ".target sm_99" in note and "sm_80" in note and "--arch" in note
     code, out, err = run(capsys, "analyze", files["sm99"], "--no-compile")
-    assert "analysed for sm_80 (default)" in out and f"note: {note}" in out
+    assert "analysed for sm_80 (default)" in flat(out) and f"note: {note}" in flat(out)
 
 
 def test_every_registered_target_is_analysed_for_itself(capsys, files):
@@ -106,7 +106,7 @@ def test_block_defaults_to_the_kernels_launch_bounds(capsys, files):
     assert bounded["launchable"] is True
     assert bounded["blocks_per_sm"] == blocks_per_sm(regs, 128, max_threads=128)[0]
     code, out, err = run(capsys, "analyze", files["bounds"])
-    assert "at 256 threads/block (bounded: 128, its .maxntid)" in out.splitlines()[0]
+    assert "at 256 threads/block (bounded: 128, its .maxntid)" in header(out)
     assert "resources (sm_80, 128 threads/block from its .maxntid)" in out
     assert "cannot launch" not in out
 
@@ -180,7 +180,7 @@ def test_no_compile_reports_the_local_arrays_the_ptx_declares(capsys, files):
     code, out, err = run(capsys, "analyze", files["local"], "--no-compile")
     row = next(x for x in out.splitlines() if x.strip().startswith("local arrays in the PTX"))
     assert row.split()[-2:] == [str(declared), "-"]
-    summary = out.splitlines()[3]
+    summary = out.split("\n\n")[1].splitlines()[1]     # the summary table's row
     assert f"{declared} (PTX)" in summary
     # compiled, ptxas's frame holds the array
     doc = run_json(capsys, "analyze", files["local"])
