@@ -199,6 +199,9 @@ class InstructionParser(ScopeTracker):
             return self.immediate()
         if c == "_" and t == "_":
             self.i += 1
+            if toks[self.i] == "|":  # ``elect.sync _|p, mask``: a sink beside a predicate
+                self.i += 1
+                return ir.Vector((ir.Raw("_"), self.operand()), "pipe")
             return ir.Raw("_")
         if c.isalpha() or c == "$" or c == "_":
             # a register declared without '%' (``.reg .f32 acc;``) shadows any symbol

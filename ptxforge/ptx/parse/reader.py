@@ -284,8 +284,12 @@ class _Parser(LineInfoParser, InstructionParser):
     def reg_decl(self, nested: bool) -> list:
         """``.reg .type %a, %r<N>;`` → RegDecls (function level) or VarDecls (nested scope)."""
         toks = self.toks
-        self.i += 1
         t = toks[self.i]
+        if len(t) > 4:  # ``.reg.b16 hl;`` (cuda_fp16.hpp's inline asm): the type is glued on
+            t = t[4:]
+        else:
+            self.i += 1
+            t = toks[self.i]
         if t in _VECTORS:
             raise self.error(f"vector registers (.reg {t} …) are not supported: ptxforge cannot "
                              "count their components' registers; declare scalar registers "
@@ -468,7 +472,7 @@ class _Parser(LineInfoParser, InstructionParser):
             try:
                 c = t[0]
                 if c == "." and len(t) > 1:
-                    if t == ".reg":
+                    if t == ".reg" or t.startswith(".reg."):
                         if depth == 1:
                             reg_decls.extend(self.reg_decl(False))
                         else:
@@ -496,12 +500,11 @@ class _Parser(LineInfoParser, InstructionParser):
                     self.i += 1
                     if depth == 0:
                         stmts.extend(ir.Label(name) for name in self.labels_check())
-                        return tuple(stmts), tuple(reg_decls)
+                        return tuple(self.retarget_branches(stmts)), tuple(reg_decls)
                     append(ir.Scope(False))
                     self.block_close()
                 elif toks[start + 1] == ":" and (c.isalpha() or c in "$_"):
-                    self.label_defined(t, start)
-                    append(ir.Label(t))
+                    append(ir.Label(self.label_defined(t, start)))
                     self.i += 2
                 elif c == "@" or c.isalpha():
                     append(instruction(loc))

@@ -11,12 +11,17 @@ of one function body and
 * undoes a nested block's ``.reg`` declarations when the block closes, so a name declared in
   a block is a register there and only there (and an outer declaration it shadowed comes back).
 
-A label defined in two sibling blocks is legal PTX, but ptxforge's control-flow graph names
-labels per function, so it is refused with a message that says so.
+A label defined in two sibling blocks is legal PTX (CUTLASS's inline-asm waits, ``LAB_WAIT:``
+inside ``{ }``, inlined twice), but ptxforge's control-flow graph names labels per function: so
+each later definition gets a unique name (``LAB_WAIT$2``) and every branch is pointed at the
+definition it sees (the innermost enclosing block's).
 """
 
 from __future__ import annotations
 
+import attrs
+
+from .. import ir
 from .cursor import TokenCursor
 
 __all__ = ["ScopeTracker"]
@@ -31,6 +36,8 @@ class ScopeTracker(TokenCursor):
         """Start a function body: no labels, no uses, one (outermost) block."""
         self.label_at: dict[str, tuple[int, int]] = {}  # name -> (token index, block id)
         self.label_uses: list[tuple[str, int, tuple]] = []  # (name, token index, block chain)
+        # name -> [(token index, block id, name in the IR)] for names defined in sibling blocks
+        self.label_twins: dict[str, list] = {}
         self.block_chain: tuple = (0,)  # ids of the open blocks, outermost first
         self.block_count = 1
         self.reg_undo: list[list] = []  # per open nested block: what its .reg lines replaced
@@ -66,17 +73,25 @@ class ScopeTracker(TokenCursor):
             del self.regs[name]
 
     # -- labels --------------------------------------------------------------------------------
-    def label_defined(self, name: str, index: int) -> None:
+    def label_defined(self, name: str, index: int) -> str:
+        """Record the definition ``name:`` at token ``index``; returns the name it has in the IR
+        (a unique one when a sibling block already defines ``name``)."""
         first = self.label_at.get(name)
-        if first is not None:
-            line = self.tk.line_col(self.tk.offset(first[0]))[0]
-            if first[1] in self.block_chain:
-                raise self.error(f"label {name} is defined twice in function {self.function_name} "
-                                 f"(first at line {line})", index)
-            raise self.error(f"label {name} is defined twice in function {self.function_name} "
-                             f"(first at line {line}, in another {{ }} block); PTX allows this, but "
-                             "ptxforge needs labels unique within a function", index)
-        self.label_at[name] = (index, self.block_chain[-1])
+        if first is None:
+            self.label_at[name] = (index, self.block_chain[-1])
+            return name
+        twins = self.label_twins.setdefault(name, [(first[0], first[1], name)])
+        for at, block, _ in twins:
+            if block in self.block_chain:
+                line = self.tk.line_col(self.tk.offset(at))[0]
+                raise self.error(f"label {name} is defined twice in function "
+                                 f"{self.function_name} (first at line {line})", index)
+        unique, k = name, len(twins) + 1
+        while unique in self.label_at:
+            unique, k = f"{name}${k}", k + 1
+        self.label_at[unique] = (index, self.block_chain[-1])
+        twins.append((index, self.block_chain[-1], unique))
+        return unique
 
     def label_used(self, name: str, index: int) -> None:
         self.label_uses.append((name, index, self.block_chain))
@@ -95,7 +110,16 @@ class ScopeTracker(TokenCursor):
         branch there leaves the function) after warning about each."""
         label_at = self.label_at
         missing: list = []
+        self.label_targets: list = []  # per use, in order: the IR name it resolves to
         for name, index, chain in self.label_uses:
+            twins = self.label_twins.get(name)
+            if twins is not None:
+                seen = [t for t in twins if t[1] in chain]
+                if seen:  # the definition in the innermost enclosing block
+                    best = max(seen, key=lambda t: chain.index(t[1]))
+                    self.label_targets.append(best[2])
+                    continue
+            self.label_targets.append(name)
             where = label_at.get(name)
             if where is None:
                 known = sorted(label_at)
@@ -112,3 +136,22 @@ class ScopeTracker(TokenCursor):
                                  "block that does not enclose this use; PTX (and ptxas) allow "
                                  "branches only to labels of the same or an enclosing block", index)
         return missing
+
+    def retarget_branches(self, stmts: list) -> list:
+        """``stmts`` with each branch's labels renamed as :meth:`labels_check` resolved them
+        (only needed when a label name is defined in sibling blocks)."""
+        if not self.label_twins:
+            return stmts
+        targets = iter(self.label_targets)
+        out = []
+        for stmt in stmts:
+            if type(stmt) is ir.Instruction and any(type(o) is ir.LabelRef for o in stmt.operands):
+                ops = tuple(ir.LabelRef(next(targets)) if type(o) is ir.LabelRef else o
+                            for o in stmt.operands)
+                stmt = attrs.evolve(stmt, operands=ops)
+            elif type(stmt) is ir.Directive and stmt.text.startswith(".branchtargets"):
+                names = stmt.text[len(".branchtargets"):].rstrip(";").split(",")
+                for _ in names:
+                    next(targets)
+            out.append(stmt)
+        return out
