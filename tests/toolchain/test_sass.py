@@ -468,12 +468,15 @@ def test_cli_text_and_cubin(tmp_path, capsys):
     assert code == 0
     assert re.search(rf"^  weno5_reconstruct\s+{k.estimate.registers}\s+{k.sass_peak}\s+"
                      rf"{k.span}\s+{k.regcount}\s+{k.above_span}$", out, re.M)
-    assert f"REGCOUNT {k.regcount} = highest GPR used (R{k.span - 1}) + 1, in a subroutine" in out
+    assert (f"REGCOUNT {k.regcount} = highest GPR used (R{k.span - 1}) + 1, in a subroutine"
+            in " ".join(out.split()))       # the line may wrap at 100 columns
     assert "weno.cu:" in out
     cubin = tmp_path / "weno.cubin"
     cubin.write_bytes(compile_ptx(corpus_ptx("weno", "sm_90"), "sm_90").cubin)
     code, out, _ = run(capsys, "sass", cubin)
-    assert code == 0 and out.startswith(f"{cubin}: sm_90; nvdisasm ")
+    head = out.splitlines()[0]       # the path is shortened from the left to fit
+    assert code == 0
+    assert re.match(r"^\S*weno\.cubin: sm_90; nvdisasm \d+\.\d+$", head)
     assert "compile with line_info=True" in out
 
 
@@ -551,8 +554,8 @@ def test_docs_examples_are_what_the_command_prints(tmp_path, capsys, monkeypatch
     if nvdisasm_version(find_nvdisasm()) != version:
         pytest.skip(f"the examples were made with nvdisasm {version}")
 
-    def norm(text: str) -> str:
-        return re.sub(r"[ \t]+", " ", re.sub(r"\S*/(\w+\.cu:)", r"\1", text)).strip()
+    def norm(text: str) -> str:   # where a long line wraps follows the checkout's path too
+        return re.sub(r"\s+", " ", re.sub(r"\S*/(\w+\.cu:)", r"\1", text)).strip()
 
     monkeypatch.chdir(tmp_path)
     for command, expected in examples:
