@@ -12,6 +12,7 @@ from ptxforge.cli.common import (
     compile_kwargs,
     count_type,
     emit,
+    progress_printer,
     read_input,
 )
 
@@ -70,7 +71,9 @@ def run(args) -> int:
         emit(args, res.to_dict() if args.json else None, res.to_text)
         return EXIT_OK
     res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel,
-                      dynamic_shared=args.smem, strict=not args.lenient, **compile_kwargs(args))
+                      dynamic_shared=args.smem, strict=not args.lenient,
+                      progress=progress_printer(args), **compile_kwargs(args))
+    progress_printer(args, done=True)
     if entry is not None:
         res = triton_cache.with_n_spills_note(res)
     emit(args, res.to_dict(args.top) if args.json else None,

@@ -374,7 +374,8 @@ def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
                    backend: str = "auto", options: Optional[CompileOptions] = None,
-                   dynamic_shared: int = 0, isolate: bool = True) -> ModuleAnalysis:
+                   dynamic_shared: int = 0, isolate: bool = True,
+                   progress=None) -> ModuleAnalysis:
     """Analyse the kernels of ``module`` for ``arch`` at ``block`` threads per block.
 
     ``arch`` None analyses for the module's ``.target`` (sm_80 when ptxforge does not know
@@ -387,7 +388,8 @@ def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
     :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
     in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of nvJitLink raises
     :class:`~ptxforge.errors.CompilerCrashError` instead of ending this process (the first
-    compile starts the worker: about 0.1 s once per process).
+    compile starts the worker: about 0.1 s once per process).  ``progress(i, n, name)``, when
+    given, is called before each of several kernels (the CLI's progress line on a terminal).
 
     Example::
 
@@ -398,7 +400,7 @@ def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
     """
     with gc_paused():
         return _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
-                               dynamic_shared, isolate)
+                               dynamic_shared, isolate, progress)
 
 
 def _constant_banks(compiled) -> dict:
@@ -414,7 +416,7 @@ def _constant_banks(compiled) -> dict:
 
 
 def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
-                    dynamic_shared, isolate=True):
+                    dynamic_shared, isolate=True, progress=None):
     """The body of :func:`analyze_module` (run with the collector paused)."""
     tgt, arch_source, arch_note = resolve_target(target, module.target)
     if block is not None and (not isinstance(block, int) or isinstance(block, bool)
@@ -442,7 +444,9 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
         gaps, gap_note = _sass_gaps(compiled, module, ptx, [k for k in chosen if k.is_entry])
     out, funcs = [], None
     unknown = unknown_arch_reason(tgt)
-    for k in chosen:
+    for i, k in enumerate(chosen):
+        if progress is not None and len(chosen) > 1:   # e.g. the CLI's line on a terminal
+            progress(i, len(chosen), k.name)
         mix = instruction_mix(k)
         pressure = analyze_pressure(k)
         local = local_array_bytes(k)
