@@ -20,7 +20,10 @@ the child) with its peak memory read from the child's own resource usage (``os.w
 ptxas is the whole-program executable of CUDA 13 (``nvidia/cu13/bin/ptxas``), or CUDA 12's
 for the targets CUDA 13 dropped (sm_5x to sm_72).  The tree under test is the repository this script
 lives in, or ``--tree DIR`` (a copy of ``ptxforge/`` to compare against, e.g. before a change).
-A child that fails (non-zero exit) is reported, not hidden.
+A child that fails (non-zero exit) is reported, not hidden.  ``--profile`` adds, in this
+process, the time each phase of ``analyze`` takes on ``big_unroll`` NK=2048 and
+``many_kernels`` x14 (parse, pressure report, prediction, instruction mix, and the whole
+analysis after the parse with its summary text) and a cProfile of the latter.
 
 Usage::
 
@@ -219,6 +222,46 @@ def corpus(run: Runner, tmp: Path, quick: bool) -> int:
     return peak
 
 
+def phases(files: list) -> None:
+    """Where one in-process analysis of each file spends its time (this repository's ptxforge,
+    the collector paused as ``analyze`` pauses it): parse, the pressure report, the
+    prediction, the instruction mix, and the whole of ``analyze_module`` (those three and
+    the rest) with the summary text."""
+    import gc
+
+    from ptxforge import parse
+    from ptxforge.analysis.mix import instruction_mix
+    from ptxforge.analysis.prediction import predict_registers
+    from ptxforge.analysis.pressure import analyze_pressure
+    from ptxforge.reports.analyze import analyze_module
+
+    print("5. phases in one process (seconds):")
+    print(f"   {'file':22s} {'parse':>7s} {'pressure':>9s} {'predict':>8s} {'mix':>6s} "
+          f"{'analyze':>8s}")
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for label, ptx in files:
+            t0 = time.perf_counter()
+            module = parse(ptx, "bench.ptx")
+            t1 = time.perf_counter()
+            units = [analyze_pressure(k).peak.units for k in module.kernels]
+            t2 = time.perf_counter()
+            for k, u in zip(module.kernels, units):
+                predict_registers(k, live_units=u)
+            t3 = time.perf_counter()
+            for k in module.kernels:
+                instruction_mix(k)
+            t4 = time.perf_counter()
+            analyze_module(module, None, None, compile=False, ptx=ptx).to_text(10, "line", None)
+            t5 = time.perf_counter()
+            print(f"   {label:22s} {t1 - t0:7.2f} {t2 - t1:9.2f} {t3 - t2:8.2f} {t4 - t3:6.2f} "
+                  f"{t5 - t4:8.2f}")
+    finally:
+        if was:
+            gc.enable()
+
+
 def profile(tmp: Path) -> None:
     import cProfile
     import pstats
@@ -228,7 +271,8 @@ def profile(tmp: Path) -> None:
     ptx = many_kernels(14, "sm_80")
     prof = cProfile.Profile()
     prof.enable()
-    analyze_ptx(ptx, "many.ptx", None, None, compile=False).to_text(10)
+    # summary=None: the one-line-per-kernel text ``analyze`` prints above 20 kernels
+    analyze_ptx(ptx, "many.ptx", None, None, compile=False).to_text(10, "line", None)
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
@@ -241,7 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller files and one corpus arch")
     ap.add_argument("--lenient", action="store_true", help="pass --lenient to analyze")
     ap.add_argument("--profile", action="store_true",
-                    help="also print a cProfile of one in-process analysis (many_kernels x14)")
+                    help="also print the phases of one in-process analysis of two large "
+                         "files and a cProfile of one (many_kernels x14)")
     args = ap.parse_args(argv)
     print(f"tree: {args.tree.resolve()}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as d:
@@ -255,6 +300,8 @@ def main(argv=None) -> int:
               f"{corpus_peak / 2**20:.0f} MiB over the corpus (goal < 1 GiB: "
               f"{'met' if max(rss, corpus_peak) < 2**30 else 'MISSED'})")
         if args.profile:
+            phases([("big_unroll NK=2048", big_unroll(2048, "sm_80")),
+                    ("many_kernels x14", many_kernels(14, "sm_80"))])
             profile(tmp)
         for f in run.failures:
             print("FAILED:", f)

@@ -46,7 +46,7 @@ class Kind(enum.Enum):
     FLOAT = "float"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)  # hashed with every Register: keep it once
 class RegClass:
     """A register file namespace: one prefix, one declaration, one width.
 
@@ -81,7 +81,7 @@ REG_CLASSES: tuple[RegClass, ...] = (
 )
 
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True, repr=False, cache_hash=True)  # hashed with every Register
 class PtxType:
     """A PTX fundamental type such as ``.f32``; compare with ``is`` or ``==``."""
 

@@ -47,11 +47,20 @@ def _target(inst: ir.Instruction) -> str | None:
     return None
 
 
+def _guarded(inst: ir.Instruction, guard: ir.Guard) -> ir.Instruction:
+    """``inst`` under ``guard`` (``attrs.evolve`` without its cost: one per body instruction)."""
+    if type(inst) is not ir.Instruction:
+        return attrs.evolve(inst, guard=guard)
+    return ir.Instruction(inst.opcode, inst.operands, inst.ndefs, guard, inst.loc)
+
+
 def if_convert(kernel: ir.Kernel, max_body: int = MAX_BODY) -> tuple[ir.Kernel, int]:
     """``kernel`` with short guarded branches predicated (module docstring) and how many."""
     body = list(kernel.body or ())
-    refs = Counter(t for s in body if isinstance(s, ir.Instruction)
-                   for t in [_target(s)] if t is not None)
+    insts = [s for s in body if isinstance(s, ir.Instruction)]
+    if not any(s.guard is not None and s.family == "bra" for s in insts):
+        return kernel, 0  # no guarded branch: nothing to predicate
+    refs = Counter(t for s in insts for t in [_target(s)] if t is not None)
     out: list = []
     converted = 0
     i = 0
@@ -76,7 +85,7 @@ def if_convert(kernel: ir.Kernel, max_body: int = MAX_BODY) -> tuple[ir.Kernel, 
             i += 1
             continue
         guard = ir.Guard(stmt.guard.register, not stmt.guard.negated)
-        out.extend(attrs.evolve(s, guard=guard) if isinstance(s, ir.Instruction) else s
+        out.extend(_guarded(s, guard) if isinstance(s, ir.Instruction) else s
                    for s in body[i + 1:j])
         refs[target] -= 1
         if refs[target] > 0:

@@ -65,15 +65,11 @@ _EVERYTHING = frozenset({"bar", "barrier", "membar", "fence", "call", "mbarrier"
                          "griddepcontrol", "cp", "trap"})
 
 
-def _memory_kind(inst: ir.Instruction):
+@functools.lru_cache(maxsize=4096)
+def _kind(op: str):
     """``"all"`` (orders every memory operation: barriers, fences, calls, volatile and
     acquire accesses, the terminator), ``(op, spaces)`` for a memory read or write (a generic
     address may be any space), or None."""
-    return _kind(inst.opcode)
-
-
-@functools.lru_cache(maxsize=4096)
-def _kind(op: str):
     fam = op.split(".", 1)[0]
     if fam in _EVERYTHING or fam in _TERMINATORS or ".volatile" in op or ".acquire" in op \
             or ".release" in op:
@@ -84,10 +80,6 @@ def _kind(op: str):
             spaces = ("tex",) if fam != "sust" else ("tex", "global")
         return ("read" if fam in _LOADS or fam == "prefetch" else "write", spaces)
     return None
-
-
-def _latency(inst: ir.Instruction) -> int:
-    return _latency_of(inst.opcode)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -104,14 +96,24 @@ def _latency_of(op: str) -> int:
     return LATENCY["alu"]
 
 
+@functools.lru_cache(maxsize=4096)
+def _facts(op: str) -> tuple:
+    """(latency, memory kind, warp-collective, terminator) of an opcode."""
+    fam = op.split(".", 1)[0]
+    return _latency_of(op), _kind(op), fam in _COLLECTIVES, fam in _TERMINATORS
+
+
 def _units(r: ir.Register) -> int:
     return 0 if r.type.is_pred else max(r.units, 1)
 
 
-def _block_order(insts: list, live_in: set, live_out: set, base: int,
-                 budget: int) -> tuple[list, int]:
+def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_out: set,
+                 base: int, budget: int, stop_at: int | None = None) -> tuple[list | None, int]:
     """The positions of ``insts`` (one basic block) in the scheduled order, and the most
-    units live at one of them in that order (``base``: live on entry)."""
+    units live at one of them in that order (``base``: live on entry); (None, the peak so
+    far) as soon as that peak reaches ``stop_at``.  ``uses`` and ``defs``: per instruction
+    the register indices it reads and writes (no repeats); ``units[r]``: what register ``r``
+    takes (0 for a predicate); ``live_in`` and ``live_out``: register indices."""
     n = len(insts)
     succs: list = [[] for _ in range(n)]
     npred = [0] * n
@@ -121,145 +123,232 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
     last_write: dict = {}  # state space -> the last store or atomic to it
     reads_since: dict = {}  # state space -> loads since that store
     last_collective = -1
-
-    def edge(a: int, b: int) -> None:
-        succs[a].append(b)
-        npred[b] += 1
-
-    feeds: list = [set() for _ in range(n)]  # per consumer: producers whose value it reads
-    uses = [inst.uses for inst in insts]
-    defs = [inst.defs for inst in insts]
+    feeds: list = [None] * n  # per consumer: producers whose value it reads
+    lats = [0] * n
+    # terminators: each follows every instruction before it (those edges are left implicit)
+    terms: list = []
+    get_def, get_readers = last_def.get, readers.get
     for i, inst in enumerate(insts):
-        deps = set()
+        lats[i], kind, collective, term = _facts(inst.opcode)
+        fed = set()
         for r in uses[i]:
-            if r.name in last_def:
-                deps.add(last_def[r.name])
-                feeds[i].add(last_def[r.name])
+            p = get_def(r)
+            if p is not None:
+                fed.add(p)
+        feeds[i] = fed
+        deps = set(fed)
         for r in defs[i]:
-            if r.name in last_def:
-                deps.add(last_def[r.name])
-            deps.update(readers.get(r.name, ()))
-        fam = inst.family
-        kind = _memory_kind(inst)
-        if kind == "all":
-            deps.add(last_barrier)
-            deps.update(last_write.values())
-            for loads in reads_since.values():
-                deps.update(loads)
-            if fam in _TERMINATORS:
-                deps.update(range(i))
-            last_barrier, last_write, reads_since = i, {}, {}
-        elif kind is not None:
-            op, spaces = kind
-            deps.add(last_barrier)
-            for sp in spaces:
-                if sp in last_write:
-                    deps.add(last_write[sp])
-                if op == "write":
-                    deps.update(reads_since.get(sp, ()))
-            for sp in spaces:
-                if op == "write":
-                    last_write[sp] = i
-                    reads_since[sp] = []
-                else:
-                    reads_since.setdefault(sp, []).append(i)
-        if fam in _COLLECTIVES:
+            p = get_def(r)
+            if p is not None:
+                deps.add(p)
+            rd = get_readers(r)
+            if rd:
+                deps.update(rd)
+        if kind is not None:
+            if kind == "all":
+                if not term:
+                    deps.add(last_barrier)
+                    deps.update(last_write.values())
+                    for loads in reads_since.values():
+                        deps.update(loads)
+                last_barrier, last_write, reads_since = i, {}, {}
+            else:
+                rw, spaces = kind
+                deps.add(last_barrier)
+                for sp in spaces:
+                    if sp in last_write:
+                        deps.add(last_write[sp])
+                    if rw == "write":
+                        deps.update(reads_since.get(sp, ()))
+                for sp in spaces:
+                    if rw == "write":
+                        last_write[sp] = i
+                        reads_since[sp] = []
+                    else:
+                        reads_since.setdefault(sp, []).append(i)
+        if collective:
             deps.add(max(last_collective, last_barrier))
             last_collective = i
-        deps.discard(-1)
-        deps.discard(i)
-        for d in deps:
-            edge(d, i)
+        if term:
+            terms.append(i)
+            npred[i] = i
+        else:
+            deps.discard(-1)
+            deps.discard(i)
+            for d in deps:
+                succs[d].append(i)
+            npred[i] = len(deps)
         for r in uses[i]:
-            readers.setdefault(r.name, []).append(i)
+            rd = get_readers(r)
+            if rd is None:
+                readers[r] = [i]
+            else:
+                rd.append(i)
         for r in defs[i]:
-            last_def[r.name] = i
-            readers[r.name] = []
+            last_def[r] = i
+            readers[r] = []
     height = [0] * n
     for i in range(n - 1, -1, -1):
-        lat = _latency(insts[i])
-        height[i] = max((height[s] + (lat if i in feeds[s] else ORDER_LATENCY)
-                         for s in succs[i]), default=lat)
-    # pending uses per name inside the block; a value dies at its last one unless live out
-    # per instruction: the names it reads (once each) and the names it writes and does not read
-    reads = [list(dict.fromkeys(r.name for r in u)) for u in uses]
-    writes = [list(dict.fromkeys(r.name for r in d)) for d in defs]
-    units = {r.name: _units(r) for rs in (*uses, *defs) for r in rs}
-    pending: dict = {}  # reads not yet issued, per name
+        lat = lats[i]
+        ss = succs[i]
+        h = 0
+        for s in ss:
+            x = height[s] + (lat if i in feeds[s] else ORDER_LATENCY)
+            h = max(h, x)
+        for t in terms:
+            if t > i:
+                x = height[t] + (lat if i in feeds[t] else ORDER_LATENCY)
+                h = max(h, x)
+        height[i] = h or lat
+    # pending uses per register inside the block; a value dies at its last one unless live
+    # out; per instruction: the registers it reads and those it writes and does not read
+    reads, writes = uses, defs
+    pending: dict = {}  # reads not yet issued, per register
     users: dict = {}
-    writers: dict = {}
     live: set = set()  # values live now: live-in ones (read before written) and defined ones
     written: set = set()
     for i in range(n):
-        for name in reads[i]:
-            pending[name] = pending.get(name, 0) + 1
-            users.setdefault(name, []).append(i)
-            if name not in written:
-                live.add(name)
-        for name in writes[i]:
-            written.add(name)
-            writers.setdefault(name, []).append(i)
+        for r in reads[i]:
+            us = users.get(r)
+            if us is None:
+                users[r] = [i]
+                pending[r] = 1
+            else:
+                us.append(i)
+                pending[r] += 1
+            if r not in written:
+                live.add(r)
+        written.update(writes[i])
     # a live-out value that the block writes again dies at its last read before the write
     stays_out = live_out
     live_out = live_out - (live & written)
-    fresh = [[w for w in writes[i] if w not in reads[i]] for i in range(n)]
-    # delta[i]: the change in live units if i issued now (kept up to date as others issue)
-    delta = [sum(units[w] for w in fresh[i] if w not in live)
-             - sum(units[u] for u in reads[i] if pending[u] == 1 and u not in live_out)
+    fresh = [[w for w in writes[i] if w not in reads[i]] if writes[i] else writes[i]
              for i in range(n)]
+    # per register: the instructions that write it without reading it, in order, and the
+    # first of them not issued yet (each waits for the one before: write after write)
+    fresh_writers: dict = {}
+    for i in range(n):
+        for w in fresh[i]:
+            fw = fresh_writers.get(w)
+            if fw is None:
+                fresh_writers[w] = [i]
+            else:
+                fw.append(i)
+    next_writer = dict.fromkeys(fresh_writers, 0)
+
+    def delta_of(j: int) -> int:
+        """The change in live units if ``j`` issued now."""
+        d = 0
+        for w in fresh[j]:
+            if w not in live:
+                d += units[w]
+        for u in reads[j]:
+            if pending[u] == 1 and u not in live_out:
+                d -= units[u]
+        return d
+
+    # delta[i] of a ready i: the change in live units if it issued now (set when it becomes
+    # ready, kept up to date while it is)
+    delta = [0] * n
     done = [False] * n
     cur = now = peak = base
     alive = set(live_in)  # exactly what is live (the solver's sets: ``live`` guides choices)
+    # the ready instructions twice: by latency (-height, i) and by pressure (delta, i); both
+    # heaps drop entries lazily (an issued instruction, a delta that has changed since)
     ready = [(-height[i], i) for i in range(n) if npred[i] == 0]
     heapq.heapify(ready)
+    for _, i in ready:
+        delta[i] = delta_of(i)
+    by_delta = [(delta[i], i) for _, i in ready]
+    heapq.heapify(by_delta)
+    is_ready = [False] * n
+    for _, i in ready:
+        is_ready[i] = True
+    nready = len(ready)
+    heappush, heappop = heapq.heappush, heapq.heappop
     order = []
-    while ready:
-        if cur >= budget and len(ready) > 1:
-            pick = min(ready, key=lambda e: (delta[e[1]], e[1]))
-            ready.remove(pick)
-            heapq.heapify(ready)
+    while nready:
+        if cur >= budget and nready > 1:
+            while True:
+                d, i = heappop(by_delta)
+                if is_ready[i] and delta[i] == d:
+                    break
         else:
-            pick = heapq.heappop(ready)
-        i = pick[1]
-        # at i: what is live before it and what it writes (its last reads still count)
+            while True:
+                i = heappop(ready)[1]
+                if is_ready[i]:
+                    break
+        is_ready[i] = False
+        nready -= 1
         # at i: what is live across it (operands read for the last time can share with its
         # results, as in :mod:`ptxforge.analysis.liveness`) and what it writes
+        at = now
         dying = [u for u in reads[i] if pending[u] == 1 and u not in live_out and u in alive]
+        for u in dying:
+            at -= units[u]
         new = [w for w in writes[i] if w not in alive or w in dying]
-        peak = max(peak, now - sum(units[u] for u in dying) + sum(units[w] for w in new))
+        for w in new:
+            at += units[w]
+        peak = max(peak, at)
+        if stop_at is not None and peak >= stop_at:
+            return None, peak
         cur += delta[i]
         done[i] = True
-        for name in reads[i]:
-            pending[name] -= 1
-            if name in live_out:
+        for r in reads[i]:
+            left = pending[r] = pending[r] - 1
+            if r in live_out:
                 continue
-            if pending[name] == 1:  # the last reader left now frees it
-                for j in users[name]:
-                    if not done[j]:
-                        delta[j] -= units[name]
-            elif pending[name] == 0 and name in live:
-                live.discard(name)
-                for j in writers.get(name, ()):
-                    if not done[j] and name in fresh[j]:
-                        delta[j] += units[name]
-        for name in writes[i]:
-            if name not in live:
-                live.add(name)
-                for j in writers[name]:
-                    if not done[j] and name in fresh[j]:
-                        delta[j] -= units[name]
-        for name in dying:
-            alive.discard(name)
-            now -= units[name]
-        for name in new:
-            if pending.get(name, 0) or name in stays_out:
-                alive.add(name)
-                now += units[name]
+            if left == 1:  # the last reader left now frees it
+                ur = units[r]
+                for j in users[r]:
+                    if is_ready[j]:  # a fresh pressure entry for a ready j
+                        delta[j] -= ur
+                        heappush(by_delta, (delta[j], j))
+            elif left == 0 and r in live:
+                live.discard(r)
+                fw = fresh_writers.get(r)
+                if fw is not None and next_writer[r] < len(fw):
+                    j = fw[next_writer[r]]  # the only one of them that can be ready
+                    if is_ready[j]:
+                        delta[j] += units[r]
+                        heappush(by_delta, (delta[j], j))
+        for w in fresh[i]:  # past i (the first not issued, by the write-after-write order)
+            fw, k = fresh_writers[w], next_writer[w]
+            while k < len(fw) and done[fw[k]]:
+                k += 1
+            next_writer[w] = k
+        for r in writes[i]:
+            if r not in live:
+                live.add(r)
+                fw = fresh_writers.get(r)
+                if fw is not None and next_writer[r] < len(fw):
+                    j = fw[next_writer[r]]
+                    if is_ready[j]:
+                        delta[j] -= units[r]
+                        heappush(by_delta, (delta[j], j))
+        for r in dying:
+            alive.discard(r)
+            now -= units[r]
+        for r in new:
+            if pending.get(r, 0) or r in stays_out:
+                alive.add(r)
+                now += units[r]
         order.append(i)
-        for succ in succs[i]:
+        for succ in (succs[i] if not terms else succs[i] + [t for t in terms if t > i]):
             npred[succ] -= 1
             if npred[succ] == 0:
-                heapq.heappush(ready, (-height[succ], succ))
+                d = 0  # delta_of(succ), inline
+                for w in fresh[succ]:
+                    if w not in live:
+                        d += units[w]
+                for u in reads[succ]:
+                    if pending[u] == 1 and u not in live_out:
+                        d -= units[u]
+                delta[succ] = d
+                heappush(ready, (-height[succ], succ))
+                heappush(by_delta, (d, succ))
+                is_ready[succ] = True
+                nready += 1
     return order, peak
 
 
@@ -272,42 +361,50 @@ class Schedule:
 
 
 def list_schedule(kernel: ir.Kernel, budget: int, stop_at: int | None = None,
-                  liveness=None) -> Schedule:
+                  liveness=None, floor: int = 0) -> Schedule:
     """``kernel`` with its basic blocks in list-scheduled order (module docstring): latency
     first while fewer than ``budget`` 32-bit units are live, pressure first from there.
 
     The peak is counted while scheduling (what is live into a block does not depend on the
     order inside it), so no second liveness pass is needed.  A block that cannot reach the
     peak in any order (what is live into it plus everything it writes stays below the peak
-    of the blocks scheduled so far) keeps its order, and so does every block once the peak
-    reaches ``stop_at`` (for a caller that caps the peak there).  ``liveness`` is the
-    kernel's :func:`~ptxforge.analysis.liveness.analyze_liveness` when the caller has it."""
+    of the blocks scheduled so far, or below ``floor``) keeps its order: for a caller that
+    only needs the peak where it is above ``floor``, a peak at or below ``floor`` is then
+    only known to be at most ``floor``.  Scheduling stops as soon as the peak reaches
+    ``stop_at`` (for a caller that caps the peak there): the block being scheduled and every
+    later one keep their order, and the peak is then only known to be at least ``stop_at``.
+    ``liveness`` is the kernel's :func:`~ptxforge.analysis.liveness.analyze_liveness` when
+    the caller has it."""
     lv = liveness if liveness is not None else analyze_liveness(kernel)
     insts = lv.cfg.instructions
-    names = [r.name for r in lv.registers]
+    units = [_units(r) for r in lv.registers]
     before = lv.series("before")
     at = lv.series("at")
+    defs = lv.instruction_defs
     blocks = list(lv.cfg.blocks)
     order_of: dict = {}
     peak = 0
     bound = {}  # per block: the most units any order of it can have live at once
     for block in blocks:
-        seg = insts[block.start:block.end]
-        if len(seg) < 3:
-            peak = max(peak, *at[block.start:block.end], 0)
+        lo, hi = block.start, block.end
+        if hi - lo < 3:
+            peak = max(peak, *at[lo:hi], 0)
         else:
-            bound[block.index] = before[block.start] + sum(
-                0 if r.type.is_pred else max(r.units, 1) for inst in seg for r in inst.defs)
+            bound[block.index] = before[lo] + sum(units[r] for d in defs[lo:hi] for r in d)
     for b in sorted(bound, key=lambda b: (-bound[b], b)):
-        if bound[b] <= peak or (stop_at is not None and peak >= stop_at):
+        if bound[b] <= max(peak, floor) or (stop_at is not None and peak >= stop_at):
             break
         block = blocks[b]
         seg = list(insts[block.start:block.end])
-        live_in = {names[q] for q in lv.live_in(b)}
-        live_out = {names[q] for q in lv.live_out(b)}
-        order, top = _block_order(seg, live_in, live_out, before[block.start], budget)
-        order_of[b] = [seg[i] for i in order]
+        order, top = _block_order(seg, lv.instruction_uses[block.start:block.end],
+                                  defs[block.start:block.end], units,
+                                  set(lv.live_in(b)), set(lv.live_out(b)),
+                                  before[block.start], budget, stop_at)
+        if order is not None and order != list(range(len(order))):
+            order_of[b] = [seg[i] for i in order]
         peak = max(peak, top)
+    if not order_of:  # every block in its own order
+        return Schedule(kernel, peak)
     new = [inst for block in blocks
            for inst in order_of.get(block.index, insts[block.start:block.end])]
     it = iter(new)

@@ -35,6 +35,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
@@ -154,6 +155,12 @@ def occupancy_budget(target: str | int = "sm_80", threads: int | None = None,
         p = arch_props(target)
     except PtxforgeError:
         return FULL_OCCUPANCY_FALLBACK
+    return _occupancy_budget(p, threads, min_blocks)
+
+
+@functools.lru_cache(maxsize=256)
+def _occupancy_budget(p, threads, min_blocks) -> int:
+    """:func:`occupancy_budget` for the architecture's properties ``p``, once per set."""
     per_sub = p.regs_per_sm // p.sub_partitions
     warps = p.max_threads_per_sm // p.warp_size
     if threads:
@@ -193,13 +200,16 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
         live_units = _peak(kernel)[0]
     view = sass_view(kernel)
     view_liveness = analyze_liveness(view.kernel)
-    folded = max(view_liveness.series("at") or [0])
+    folded = view_liveness.peak_units()[0]  # max(series("at")), without the series
     budget = kernel_budget(kernel, target)
     room = budget - FIXED_OVERHEAD - holes  # 32-bit units the values may take
     converted, n_if = if_convert(view.kernel, max_body)
-    # the schedule's peak is capped at the budget below it and at the PTX order's above it
+    # the schedule's peak is capped at the budget below it and at the PTX order's above it;
+    # below the budget a peak up to ``folded`` gives ``folded``: blocks that cannot pass it
+    # need no schedule
     scheduled = list_schedule(converted, room, stop_at=max(room, folded),
-                              liveness=None if n_if else view_liveness).peak
+                              liveness=None if n_if else view_liveness,
+                              floor=folded if folded < room else 0).peak
     if folded < room:
         scheduled = max(folded, min(scheduled, room))
         why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; blocks list "

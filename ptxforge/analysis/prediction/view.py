@@ -50,6 +50,8 @@ from ptxforge.ptx import ir
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
 _ZERO = ir.Immediate(0)
+#: Operand types that name no register.
+_NO_REGISTERS = frozenset({ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw})
 #: 32-to-64-bit integer conversions: SASS reads the 32-bit source with a zero or sign high word
 #: (``IMAD.WIDE.U32``, ``IADD3.X ... RZ``), so the 64-bit value needs no register pair.
 _WIDENING = (".u64.u32", ".s64.s32", ".s64.u32", ".u64.s32")
@@ -131,23 +133,49 @@ def _address_only(uses: list) -> bool:
     return bool(uses) and all(kind == "address" for kind in uses)
 
 
-def _scan(instructions) -> tuple[Counter, dict]:
-    """Definition counts per register name and, per name, how each use reads it."""
+def _scan(instructions) -> tuple[Counter, dict, list]:
+    """Definition counts per register name; per name, how each use reads it; per
+    instruction, the names its operands read (what :func:`_rewrite` may replace)."""
     ndefs: Counter = Counter()
     uses: dict = {}
+    reads: list = []
+    Register, Address = ir.Register, ir.Address
+    simple = _NO_REGISTERS
+
     for inst in instructions:
         for r in inst.defs:
             ndefs[r.name] += 1
         mem = inst.family in _MEMORY
+        nd = inst.ndefs
+        names: list = []
+        kinds: list = []
         for k, op in enumerate(inst.operands):
-            if k < inst.ndefs and not isinstance(op, ir.Address):
+            t = type(op)
+            if t is Address:
+                if isinstance(op.base, Register):
+                    names.append(op.base.name)
+                    kinds.append("address" if mem else "value")
+            elif k < nd or t in simple:
                 continue
-            kind = "address" if mem and isinstance(op, ir.Address) else "value"
-            for r in ir.registers_in(op):
-                uses.setdefault(r.name, []).append(kind)
+            elif t is Register:
+                names.append(op.name)
+                kinds.append("value")
+            else:
+                kind = "address" if mem and isinstance(op, Address) else "value"
+                for r in ir.registers_in(op):
+                    names.append(r.name)
+                    kinds.append(kind)
+        reads.append(names)
         if inst.guard is not None:
-            uses.setdefault(inst.guard.register.name, []).append("value")
-    return ndefs, uses
+            names = [*names, inst.guard.register.name]
+            kinds.append("value")
+        for name, kind in zip(names, kinds):
+            seen = uses.get(name)
+            if seen is None:
+                uses[name] = [kind]
+            else:
+                seen.append(kind)
+    return ndefs, uses, reads
 
 
 #: The kinds of value :func:`sass_view` takes out by default (see the module docstring).
@@ -160,7 +188,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     ``special``, ``alias``, ``offset``, ``widen``)."""
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
-    ndefs, uses = _scan(insts)
+    ndefs, uses, reads = _scan(insts)
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
@@ -193,49 +221,60 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
             plan[dst.name] = ("remat", src) if "address" in uses.get(dst.name, []) \
                 else ("free", None)
         folded[kind] += 1
-    return SassView(attrs.evolve(kernel, body=tuple(_rewrite(body, plan))), dict(folded))
+    return SassView(attrs.evolve(kernel, body=tuple(_rewrite(body, plan, reads))),
+                    dict(folded))
 
 
-def _rewrite(body, plan: dict):
-    """The body with planned definitions dropped and their uses rewritten."""
+def _rewrite(body, plan: dict, reads: list):
+    """The body with planned definitions dropped and their uses rewritten (``reads``: per
+    instruction, the register names its operands read, from :func:`_scan`)."""
     if not plan:
         yield from body
         return
     serial = 0
+    remats: list = []
+
+    def sub(op, in_address=False):
+        nonlocal serial
+        if isinstance(op, ir.Register):
+            entry = plan.get(op.name)
+            if entry is None:
+                return op
+            how, what = entry
+            if how == "alias":
+                return what
+            if how == "free" and not in_address:
+                return _ZERO
+            serial += 1
+            fresh = ir.Register(f"{op.name}%remat{serial}", op.type)
+            remats.append(ir.Instruction(f"mov.b{32 * max(op.units, 1)}", (fresh, _ZERO), 1))
+            return fresh
+        if isinstance(op, ir.Address) and isinstance(op.base, ir.Register):
+            return ir.Address(sub(op.base, True), op.offset)
+        if isinstance(op, ir.Vector):
+            return ir.Vector(tuple(sub(e, in_address) for e in op.elements), op.style)
+        return op
+
+    unplanned = plan.keys().isdisjoint
+    n = -1
     for stmt in body:
         if not isinstance(stmt, ir.Instruction):
             yield stmt
             continue
+        n += 1
         if stmt.ndefs == 1 and isinstance(stmt.operands[0], ir.Register) \
                 and stmt.operands[0].name in plan:
             continue
-        remats: list = []
-
-        def sub(op, in_address=False, remats=remats):
-            nonlocal serial
-            if isinstance(op, ir.Register):
-                entry = plan.get(op.name)
-                if entry is None:
-                    return op
-                how, what = entry
-                if how == "alias":
-                    return what
-                if how == "free" and not in_address:
-                    return _ZERO
-                serial += 1
-                fresh = ir.Register(f"{op.name}%remat{serial}", op.type)
-                remats.append(ir.Instruction(f"mov.b{32 * max(op.units, 1)}",
-                                             (fresh, _ZERO), 1))
-                return fresh
-            if isinstance(op, ir.Address) and isinstance(op.base, ir.Register):
-                return ir.Address(sub(op.base, True), op.offset)
-            if isinstance(op, ir.Vector):
-                return ir.Vector(tuple(sub(e, in_address) for e in op.elements), op.style)
-            if isinstance(op, ir.Negated):
-                return op
-            return op
-
+        if unplanned(reads[n]):  # none of the registers ``sub`` may rewrite is planned
+            yield stmt
+            continue
+        remats.clear()
         ops = tuple(op if (k < stmt.ndefs and not isinstance(op, ir.Address)) else sub(op)
                     for k, op in enumerate(stmt.operands))
         yield from remats
-        yield attrs.evolve(stmt, operands=ops) if ops != stmt.operands else stmt
+        if ops == stmt.operands:
+            yield stmt
+        elif type(stmt) is ir.Instruction:  # attrs.evolve without its cost
+            yield ir.Instruction(stmt.opcode, ops, stmt.ndefs, stmt.guard, stmt.loc)
+        else:
+            yield attrs.evolve(stmt, operands=ops)
