@@ -239,13 +239,6 @@ class _Tracer:
                 self.where.update({n: (f, k) for n, k in ptx_line_map(text, f).items()})
         self.rd = ReachingDefs(fn)
         self._defv: dict = {}
-        self._insts: dict = {}      # id(kernel) -> its instructions (a property that rebuilds)
-
-    def _ptx_instruction(self, kernel, k: int):
-        insts = self._insts.get(id(kernel))
-        if insts is None:
-            insts = self._insts[id(kernel)] = kernel.instructions
-        return insts[k]
 
     def ptx_index(self, k: int) -> int | None:
         pl = self.fn.instructions[k].ptx_line
@@ -270,7 +263,7 @@ class _Tracer:
         if got is None:
             kind = "temporary" if self.where else "unknown"   # a line with no instruction
             return (kind, None, 0, ins.ptx_line, None)
-        p = self._ptx_instruction(*got)
+        p = got[0].instructions[got[1]]
         defs = [x for x in p.defs if x.type.units and x.type.name != "pred"]
         if not defs:
             return ("temporary", None, 0, ins.ptx_line, p.loc)
