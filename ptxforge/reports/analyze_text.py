@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .occupancy_sweep import OccupancyReport
 
 __all__ = ["table", "percent", "change", "KEY_ROWS", "GENERIC_ROWS", "SELP_ROWS", "cliff_line",
-           "prediction_lines", "render_kernel", "render_module", "render_occupancy"]
+           "prediction_lines", "render_kernel", "render_module", "render_occupancy",
+           "compiler_text"]
 
 #: The instruction counts of the seeds' hand-made tables: (label, prefixes summed).
 KEY_ROWS = (
@@ -417,9 +418,15 @@ def _header(m: "ModuleAnalysis") -> list:
             f"analysed for {m.arch}"
             f"{_ARCH_SOURCES.get(m.arch_source, '')} at {blocks}"
             + (f", {m.dynamic_shared:,} bytes dynamic shared" if m.dynamic_shared else "")
-            + "; " + (_short_tool(_tool(m)) if m.compiled else "ptxas not run"))
+            + "; " + compiler_text(m))
     # wrapped at 100 columns; the parts that grow (path, names, tool) are shortened too
     return [*wrap(head, subsequent="    "), *[x for n in m.notes for x in wrap(f"note: {n}")]]
+
+
+def compiler_text(m: "ModuleAnalysis") -> str:
+    """What compiled ``m``, as report headers name it: ``ptxas 13.5 (…/bin/ptxas),
+    whole-program``, or ``ptxas not run``."""
+    return _short_tool(_tool(m)) if m.compiled else "ptxas not run"
 
 
 def _short_tool(text: str) -> str:

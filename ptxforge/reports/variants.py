@@ -50,9 +50,8 @@ from .analyze import KernelAnalysis, ModuleAnalysis
 from .analyze_text import (
     KEY_ROWS,
     SELP_ROWS,
-    _short_tool,
-    _tool,
     change,
+    compiler_text,
     key_count,
     percent,
     selp_value,
@@ -185,7 +184,7 @@ class VariantComparison:
                  *wrap(f"{arch}, {a.block_size} threads/block"
                        + (f", {a.dynamic_shared:,} bytes dynamic shared" if a.dynamic_shared
                           else "")
-                       + "; " + (_short_tool(_tool(a)) if a.compiled else "ptxas not run"))]
+                       + "; " + compiler_text(a))]
         for p in self.pairs:
             lines.append("")
             lines += wrap(f"== {_pair_title(p)} ==", subsequent="   ")
