@@ -31,7 +31,7 @@ from typing import Optional
 
 import attrs
 
-from ptxforge._text import WIDTH, short_path, table, wrap
+from ptxforge._text import WIDTH, short_path, table
 
 from .names import short_labels
 from .peak import display_name
@@ -171,8 +171,10 @@ class DiffReport:
     def to_text(self, all: bool = False) -> str:
         """An aligned table of the changed kernels (every kernel with ``all``)."""
         rows = self._shown(all)
-        head = wrap(f"{short_path(self.old, 44)} → {short_path(self.new, 44)}: "
-                    f"{self._summary()}")
+        paths = f"{short_path(self.old, 44)} → {short_path(self.new, 44)}"
+        # the summary is never split: beside the paths when it fits, else on its own line
+        one = f"{paths}: {self._summary()}"
+        head = [one] if len(one) <= WIDTH else [f"{paths}:", f"  {self._summary()}"]
         if not rows:
             return "\n".join(head) + "\n"
         cols = self._columns(rows, all)

@@ -95,3 +95,17 @@ def test_bad_input_is_one_message(capsys, builds, tmp_path):
     assert code == 1 and "missing" in err and "Traceback" not in err
     code, _, err = run(capsys, "diff", old, old, "--json", "--markdown")
     assert code == 2
+
+
+def test_header_keeps_the_summary_whole_with_long_paths():
+    # a 200-character path (CI's temporary folders can be that long) must not split the
+    # sentence "1 of 2 kernels changed" across lines
+    from ptxforge.reports.diff import DiffReport
+    long = "/tmp/" + "x" * 180 + "/build/kernels.ptx"
+    for old, new in ((long, long + ".new"), ("a.ptx", "b.ptx")):
+        text = DiffReport(old=old, new=new, rows=()).to_text()
+        lines = text.splitlines()
+        assert any(line.strip() == "no change in 0 kernels" or line.endswith(": no change in 0 kernels")
+                   for line in lines), text
+        assert all(len(line) <= 100 for line in lines), text
+    assert DiffReport(old="a.ptx", new="b.ptx", rows=()).to_text() == "a.ptx → b.ptx: no change in 0 kernels\n"
