@@ -156,7 +156,7 @@ def test_driver_param_layout_matches_ours(loaded, modules):
 
     core.Device(0).set_current()
     for name, module in modules.items():
-        kernel = core.ObjectCode.from_ptx(emit(module)).get_kernel(name)
+        kernel = core.ObjectCode.from_ptx(emit(module).encode()).get_kernel(name)
         # cuKernelGetParamInfo needs a CUDA >= 12.4 driver: skip only for an older driver;
         # on any other driver a failure to report the layout is a failure of this test
         from ptxforge.launch.device import check, driver
@@ -228,7 +228,7 @@ def test_cuda_core_launch_of_the_same_ptx_agrees(loaded, modules):
     dev = core.Device(0)
     dev.set_current()
     stream = dev.create_stream()
-    kernel = core.ObjectCode.from_ptx(emit(modules["saxpy"])).get_kernel("saxpy")
+    kernel = core.ObjectCode.from_ptx(emit(modules["saxpy"]).encode()).get_kernel("saxpy")
     n = 5000
     rng = np.random.default_rng(5)
     x, y0 = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
@@ -329,20 +329,29 @@ def test_driver_reports_nvjitlink_registers_for_its_cubin(modules, nvjitlink_sta
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_driver_jit_registers_match_nvjitlink_same_target(loaded, nvjitlink_stats, name, info):
-    """PTX JIT-compiled by the driver vs nvJitLink for the same sm_XY.
+def test_driver_jit_registers_match_whole_program_ptxas(loaded, modules, name, info):
+    """PTX JIT-compiled by the driver vs the whole-program ptxas executable for the same sm_XY.
 
-    Exact equality is only expected when both embed the same ptxas release, so the test skips
-    (saying both versions and both counts) when the driver's CUDA version differs from nvJitLink's.
+    The driver's JIT compiles whole-program, as ptxforge's default does; nvJitLink compiles
+    relocatable code, which can take more registers (first run on hardware, an H200 with a
+    CUDA 13.0 driver: block_reduce_sum 14 vs nvJitLink's 16, sgemm_tiled 32 vs 44).  Exact
+    equality is only expected from the same ptxas release, so the test skips (saying both
+    versions and both counts) when the driver's CUDA version differs from the ptxas found.
     """
+    from ptxforge.errors import BackendUnavailableError
+    from ptxforge.toolchain.compile import compile_ptx
+
     driver_regs = loaded[name].num_regs
-    stats, _ = nvjitlink_stats
-    nvj = _nvjitlink_version()
-    if info.driver_cuda_version != nvj:
-        pytest.skip(f"driver JIT is CUDA {info.driver_cuda_version}, nvJitLink is {nvj}: "
-                    f"different ptxas releases (driver {driver_regs} vs nvJitLink "
-                    f"{stats[name].registers} registers)")
-    assert driver_regs == stats[name].registers
+    try:
+        compiled = compile_ptx(modules[name], info.target, backend="ptxas")
+    except BackendUnavailableError as exc:
+        pytest.skip(f"no ptxas executable for {info.target}: {exc}")
+    assert compiled.mode == "whole-program"
+    ptxas_regs = compiled[name].registers
+    if tuple(info.driver_cuda_version[:2]) != tuple(compiled.tool_version[:2]):
+        pytest.skip(f"driver JIT is CUDA {info.driver_cuda_version}, {compiled.tool}: different "
+                    f"ptxas releases (driver {driver_regs} vs ptxas {ptxas_regs} registers)")
+    assert driver_regs == ptxas_regs
 
 
 @pytest.mark.parametrize("name", NAMES)
