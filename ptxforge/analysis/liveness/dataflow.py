@@ -68,7 +68,13 @@ def solve_union(order: Iterable[int], sources: Sequence, sinks: Sequence, gen: S
 
 
 def union_over(x: Sequence[int], neighbours: Sequence) -> list[int]:
-    """Per block: the OR of ``x`` over its ``neighbours`` (the other side of a solved block)."""
+    """Per block: the OR of ``x`` over its ``neighbours`` (the other side of a solved block).
+
+    Example (live on exit = the union of the successors' live on entry)::
+
+        >>> union_over([0b01, 0b10, 0b100], [[1, 2], [2], []])
+        [6, 4, 0]
+    """
     out = []
     for ns in neighbours:
         v = 0
