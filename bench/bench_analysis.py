@@ -17,7 +17,7 @@ Kernels:
 * ``straight20k``: a 20,000-instruction straight-line kernel (loads, then a long chain of
   fma/add over a sliding window of live values, then stores);
 * ``branchy<NK>``: :data:`BRANCHY_CU` compiled by NVRTC (``-lineinfo``, disk-cached through
-  ``tests/corpus_util.py``) and parsed: ``NK`` unrolled steps inside a runtime loop, each
+  ``tests/support/corpus_util.py``) and parsed: ``NK`` unrolled steps inside a runtime loop, each
   with a data-dependent three-way branch over 64 accumulators (about 22 instructions and 4
   blocks per step; the compiler's merges give registers defined in several blocks), at
   ``--branchy-nk`` steps and at twice that.  The parse is timed apart (it is not part of the
@@ -233,7 +233,7 @@ def straight_ir():
 
 def branchy_ptx(nk: int, arch: str) -> str:
     """PTX of :data:`BRANCHY_CU` with ``NK = nk`` (NVRTC, -lineinfo; cached on disk)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
     from corpus_util import compile_cu
 
     return compile_cu(f"#define NK {nk}\n" + BRANCHY_CU, "branchy", arch, True)

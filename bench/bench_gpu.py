@@ -29,7 +29,7 @@ from ptxforge.launch.device import gpu_unavailable_reason
 from ptxforge.ptx import ir, types
 
 # The same algorithm as ptxforge's sgemm_tiled, instruction for instruction in the PTX (pinned
-# by tests/test_examples.py): one thread per C element, TILE x TILE tiles of A and B staged
+# by tests/project/test_examples.py): one thread per C element, TILE x TILE tiles of A and B staged
 # through shared memory with one barrier after loading and one after using a tile, the K loop
 # kept rolled (`#pragma unroll 1` = ptxforge's `.pragma "nounroll"`), the TILE FMAs of a tile
 # unrolled, plain (not `__restrict__`/.nc) global loads, and 256 threads per block at most

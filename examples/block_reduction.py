@@ -12,7 +12,7 @@ with shfl.down, and writes each block's sum to out[b].  Three checks per grid:
   |error| <= (m - 1 + d) * u * sum|x|, u = 2**-24) of the float64 sums;
 * on the same data, against :func:`emulate_partials`, the kernel's own order of float32
   additions replayed in NumPy: IEEE addition is deterministic, so the GPU's partials should be
-  bit-identical (reported here; asserted in tests/test_gpu.py).
+  bit-identical (reported here; asserted in tests/launch/test_gpu.py).
 
 Without a GPU it prints what it built and exits 0.
 """

@@ -422,15 +422,7 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
     ppeak, ppeak_idx = _first_max(p_at, 0, n)
     ppeak_all = _indices_of(p_at, ppeak)
 
-    blocks = []
-    for b in cfg.blocks:
-        if b.start == 0 and b.end == n:  # the whole kernel: the peaks above
-            bp, bi, bpp = peak_units, peak_idx, ppeak
-        else:
-            bp, bi = _first_max(gen_at, b.start, b.end)
-            bpp = max(p_at[b.start:b.end])
-        blocks.append(BlockPressure(
-            b.index, b.name, b.start, b.end, gen_before[b.start], gen_after[b.end - 1], bp, bi, bpp))
+    blocks = _block_pressures(cfg, timeline, (peak_units, peak_idx, ppeak))
 
     loop_info = []
     for lp in cfg.loops:
@@ -482,15 +474,7 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
         loops.append(LoopPressure(lp.header, header.name, lp.blocks, lp.depth, lp.parent, live_in, carried,
                                   best, where, len(vals), vals[:loop_values]))
 
-    by_type = lv._type_counts()
-    if by_type is None:
-        by_type = Counter(map(_TYPE_NAME, lv.registers))
-    by_class = {CLASS_NAMES[c]: k for c in range(len(CLASS_NAMES)) if (k := lv.reg_class.count(c))}
-    type_order = sorted(by_type, key=lambda t: (CLASS_NAMES.index(_class_of_type(t)), t))
-    declared: dict[str, int] = {}
-    for d in kernel.reg_decls:
-        declared[d.type] = declared.get(d.type, 0) + (d.count if d.count is not None else 1)
-
+    by_type, by_class, declared = _register_counts(kernel, lv)
     graph_info = None
     if graph:
         graph_info = _graph_summary(lv, max_edges)
@@ -500,9 +484,9 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
         kernel=kernel.name,
         n_instructions=n,
         n_blocks=len(cfg.blocks),
-        registers_by_type=tuple((t, by_type[t]) for t in type_order),
-        registers_by_class=tuple((c, by_class[c]) for c in CLASS_NAMES if c in by_class),
-        declared=tuple(sorted(declared.items())),
+        registers_by_type=by_type,
+        registers_by_class=by_class,
+        declared=declared,
         peak=peak,
         pred_peak=pred_peak,
         class_peaks=tuple((c, v, i) for c, (v, i) in class_peaks.items()),
@@ -511,6 +495,40 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
         loops=tuple(loops),
         graph=graph_info,
     )
+
+
+def _block_pressures(cfg, timeline: Timeline, whole: tuple) -> list:
+    """Per block: its :class:`BlockPressure` (``whole``: the kernel's general peak, its first
+    instruction and the predicate peak, reused for a block that is the whole kernel)."""
+    gen_at, p_at = timeline.at, timeline.pred_at
+    gen_before, gen_after = timeline.before, timeline.after
+    n = len(gen_at)
+    blocks = []
+    for b in cfg.blocks:
+        if b.start == 0 and b.end == n:  # the whole kernel: the peaks above
+            bp, bi, bpp = whole
+        else:
+            bp, bi = _first_max(gen_at, b.start, b.end)
+            bpp = max(p_at[b.start:b.end])
+        blocks.append(BlockPressure(
+            b.index, b.name, b.start, b.end, gen_before[b.start], gen_after[b.end - 1], bp, bi, bpp))
+    return blocks
+
+
+def _register_counts(kernel: ir.Kernel, lv: Liveness) -> tuple[tuple, tuple, tuple]:
+    """The kernel's registers per type and per class (in class order) and its ``.reg``
+    declarations per type (sorted)."""
+    by_type = lv._type_counts()
+    if by_type is None:
+        by_type = Counter(map(_TYPE_NAME, lv.registers))
+    by_class = {CLASS_NAMES[c]: k for c in range(len(CLASS_NAMES)) if (k := lv.reg_class.count(c))}
+    type_order = sorted(by_type, key=lambda t: (CLASS_NAMES.index(_class_of_type(t)), t))
+    declared: dict[str, int] = {}
+    for d in kernel.reg_decls:
+        declared[d.type] = declared.get(d.type, 0) + (d.count if d.count is not None else 1)
+    return (tuple((t, by_type[t]) for t in type_order),
+            tuple((c, by_class[c]) for c in CLASS_NAMES if c in by_class),
+            tuple(sorted(declared.items())))
 
 
 def _class_of_type(name: str) -> str:

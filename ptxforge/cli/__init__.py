@@ -33,11 +33,11 @@ Example::
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Sequence
 
+from ptxforge.analysis.gc_pause import gc_paused
 from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass, sweep
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
@@ -53,13 +53,8 @@ def _run(args) -> int:
     """The command, with the cyclic collector off while it runs: it would only walk the IR the
     command built (about 5% of analyze on an 840-kernel file); reference counting still frees
     memory, and the collector is on again afterwards (main() is also called in-process)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _COMMANDS[args.command].run(args)
-    finally:
-        if was:
-            gc.enable()
 
 
 def build_parser() -> argparse.ArgumentParser:

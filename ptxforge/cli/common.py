@@ -217,7 +217,7 @@ def progress_printer(args, done: bool = False):
         return None
 
     def progress(i: int, n: int, name: str) -> None:
-        from ptxforge.reports.peak import display_name
+        from ptxforge.ptx.demangle import display_name
 
         label = (display_name(name) or "")[:50]
         sys.stderr.write(f"\r\x1b[K[{i + 1}/{n}] {label}")

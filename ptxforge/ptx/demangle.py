@@ -25,7 +25,31 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["demangle", "demangle_function"]
+from typing import Optional
+
+__all__ = ["demangle", "demangle_function", "display_name", "full_name"]
+
+
+def display_name(name: Optional[str]) -> Optional[str]:
+    """A short demangled name (no parameter list) for reports, None for None.
+
+    Example::
+
+        >>> display_name("_Z6helperPKdll"), display_name("k_simple"), display_name(None)
+        ('helper', 'k_simple', None)
+    """
+    return None if name is None else demangle_function(name)
+
+
+def full_name(name: Optional[str]) -> Optional[str]:
+    """The full demangled name, parameters included (unmangled names unchanged; None for None).
+
+    Example::
+
+        >>> full_name("_Z2sciii")
+        'sc(int, int, int)'
+    """
+    return None if name is None else demangle(name)
 
 
 def demangle(name: str) -> str:

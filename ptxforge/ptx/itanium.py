@@ -440,6 +440,25 @@ class Demangler:
         return " ".join(q for c, q in (("K", "const"), ("V", "volatile"), ("r", "restrict"))
                         if c in found)
 
+    def function_type(self, member: bool) -> tuple:
+        """A function type ``F [Y] <return> <parameters> [R|O] E`` (at its ``F``): the node
+        ``("f", return, parameters, ref-qualifier)``."""
+        self.i += 1
+        self.take("Y")
+        ret = self.type()
+        if ret[0] in "fa":
+            raise Unsupported("a function returning a function or an array")
+        params = []
+        while self.peek() != "E" and self.peek(2) not in ("RE", "OE"):
+            params.append(self.type())
+        ref = " &&" if self.take("O") else " &" if self.take("R") else ""
+        self.need("E")
+        if not params or (ref and not member):
+            raise Unsupported("function type without parameters, or ref-qualified outside a class")
+        if params == [("n", "void")]:
+            params = []
+        return ("f", ret, params, ref)
+
     def type(self, member: bool = False) -> tuple:
         """One type; ``member`` allows a ref-qualified function type (a member function's)."""
         c = self.peek()
@@ -469,21 +488,7 @@ class Demangler:
             self.subs.append(node)
             return node
         if c == "F":
-            self.i += 1
-            self.take("Y")
-            ret = self.type()
-            if ret[0] in "fa":
-                raise Unsupported("a function returning a function or an array")
-            params = []
-            while self.peek() != "E" and self.peek(2) not in ("RE", "OE"):
-                params.append(self.type())
-            ref = " &&" if self.take("O") else " &" if self.take("R") else ""
-            self.need("E")
-            if not params or (ref and not member):
-                raise Unsupported("function type without parameters, or ref-qualified outside a class")
-            if params == [("n", "void")]:
-                params = []
-            node = ("f", ret, params, ref)
+            node = self.function_type(member)
             self.subs.append(node)
             return node
         if c == "A":

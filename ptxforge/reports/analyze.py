@@ -77,6 +77,7 @@ from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknow
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
+from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.parse import parse
 
 from .analyze_text import render_kernel, render_module
@@ -85,7 +86,8 @@ if TYPE_CHECKING:  # the compile machinery is imported when something is compile
     from ptxforge.toolchain.compile import CompileOptions, KernelStats
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .names import match_kernels
-from .peak import display_name, full_name, peak_groups
+
+from .peak import peak_groups
 from .resources import (
     DEFAULT_BLOCK,
     callers_of,

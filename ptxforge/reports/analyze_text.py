@@ -14,10 +14,10 @@ from ptxforge._text import plural as _plural
 from ptxforge._text import short_loc as _short_loc
 from ptxforge._text import short_path as _short_path
 from ptxforge._text import table, wrap
+from ptxforge.ptx.demangle import display_name
 
 from .names import short_label as _short_label
 from .names import short_labels
-from .peak import display_name
 from .resources import stack_text
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -43,9 +43,9 @@ import attrs
 
 from ptxforge._text import short_loc, table, wrap
 from ptxforge.errors import PtxforgeError
+from ptxforge.ptx.demangle import display_name, full_name
 
 from .names import short_labels
-from .peak import display_name, full_name
 
 __all__ = [
     "RULES",

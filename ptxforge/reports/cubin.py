@@ -34,9 +34,9 @@ from ptxforge._text import clip, table, wrap
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
+from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.toolchain.cubin import read_cubin
 
-from .peak import display_name, full_name
 from .resources import DEFAULT_BLOCK, cliffs_at, register_limit
 
 __all__ = ["CUBIN_SCHEMA", "CubinKernelReport", "CubinReport", "analyze_cubin"]

@@ -32,9 +32,9 @@ from typing import Optional
 import attrs
 
 from ptxforge._text import WIDTH, short_path, table
+from ptxforge.ptx.demangle import display_name
 
 from .names import short_labels
-from .peak import display_name
 
 __all__ = ["FIELDS", "DiffReport", "KernelDelta", "diff_figures", "match_keys"]
 

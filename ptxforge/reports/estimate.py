@@ -44,7 +44,7 @@ __all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXE
            "register_floor_features"]
 
 #: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on
-#: sm_75..sm_89 (measured; see the module docstring and tests/test_compare.py).
+#: sm_75..sm_89 (measured; see the module docstring and tests/reports/test_compare.py).
 WARP_SYNC_PREFIXES = ("shfl.sync", "vote.sync", "bar.warp.sync", "redux.sync", "match.sync")
 _FLOOR = 24
 #: Registers ptxas's count carries beyond the values live at once, whatever the kernel: R1

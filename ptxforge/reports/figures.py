@@ -37,8 +37,8 @@ from typing import Optional
 import attrs
 
 from ptxforge.arch.occupancy import Occupancy, occupancy
+from ptxforge.ptx.demangle import full_name
 
-from .peak import full_name
 from .resources import launch_limits, register_limit
 
 __all__ = ["KernelFigures", "entry_lines", "first_source_line", "kernel_figures"]

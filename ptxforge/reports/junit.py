@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ptxforge.ptx.demangle import display_name
+
 from .check import CheckReport
-from .peak import display_name
 
 __all__ = ["junit_xml"]
 

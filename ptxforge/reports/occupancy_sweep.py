@@ -47,7 +47,7 @@ __all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "ROW_LEGEND", "CapChoice", "Occupa
 SWEEP_SCHEMA = "ptxforge.sweep/1"
 #: The lowest --maxrregcount ptxas honours: a smaller cap is raised to it (measured with
 #: nvJitLink 13.5 on sm_75, sm_80, sm_86, sm_90, sm_100 and sm_120: "adjusting per thread
-#: register count of 16 to lower bound of 24"; tests/test_analyze_reports.py pins it).
+#: register count of 16 to lower bound of 24"; tests/reports/test_analyze_reports.py pins it).
 PTXAS_CAP_FLOOR = 24
 
 

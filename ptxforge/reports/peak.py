@@ -7,12 +7,8 @@
   called from (:func:`ptxforge.analysis.attribution.attribute_registers` with ``by="callsite"``): which
   of several inlined calls of one helper owns the live values.
 
-Names print demangled (:func:`display_name`); JSON keeps the mangled name beside it.
-
-Example::
-
-    >>> display_name("_Z6helperPKdll"), display_name("k_simple")   # doctest: +SKIP
-    ('helper', 'k_simple')
+Names print demangled (:func:`ptxforge.ptx.demangle.display_name`); JSON keeps the mangled
+name beside it.
 """
 
 from __future__ import annotations
@@ -23,30 +19,12 @@ import attrs
 
 from ptxforge.analysis.attribution import attribute_registers
 from ptxforge.ptx import ir
+from ptxforge.ptx.demangle import display_name, full_name
 
-try:  # demangle.py is new; without it names print as they are spelled
-    from ptxforge.ptx.demangle import demangle as _demangle
-    from ptxforge.ptx.demangle import demangle_function as _demangle_function
-except ImportError:  # pragma: no cover - only on a tree without ptxforge/demangle.py
-    def _demangle(name: str) -> str:
-        return name
-
-    _demangle_function = _demangle
-
-__all__ = ["BY", "PeakGroup", "display_name", "full_name", "peak_groups"]
+__all__ = ["BY", "PeakGroup", "peak_groups"]
 
 #: The groupings ``--by`` accepts.
 BY = ("line", "function", "callsite")
-
-
-def display_name(name: Optional[str]) -> Optional[str]:
-    """A short demangled name (no parameter list): ``helper`` for ``_Z6helperPKdll``."""
-    return None if name is None else _demangle_function(name)
-
-
-def full_name(name: Optional[str]) -> Optional[str]:
-    """The full demangled name, parameters included (unmangled names unchanged)."""
-    return None if name is None else _demangle(name)
 
 
 @attrs.frozen(slots=True)

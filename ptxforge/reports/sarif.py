@@ -24,8 +24,9 @@ import os
 import pathlib
 from typing import Optional
 
+from ptxforge.ptx.demangle import display_name
+
 from .check import RULES, CheckReport
-from .peak import display_name
 
 __all__ = ["SARIF_SCHEMA", "artifact_uri", "sarif_log", "sarif_text"]
 

@@ -48,6 +48,7 @@ import attrs
 from ptxforge._text import clip, plural, reg_ranges, short_loc, short_path, table, wrap
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
+from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
@@ -55,7 +56,6 @@ from ptxforge.toolchain.sass_flow import code_spans
 from .estimate import Estimate
 from .gap import explain_gap
 from .names import match_kernel, short_labels
-from .peak import display_name, full_name
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import trace_kernel

@@ -45,6 +45,7 @@ import attrs
 
 from ptxforge._text import short_path, wrap
 from ptxforge.errors import PtxforgeError
+from ptxforge.ptx.demangle import display_name
 
 from .analyze import KernelAnalysis, ModuleAnalysis
 from .analyze_text import (
@@ -57,7 +58,6 @@ from .analyze_text import (
     selp_value,
     table,
 )
-from .peak import display_name
 
 __all__ = ["SCHEMA", "DeltaRow", "KernelPair", "VariantComparison", "compare_variants"]
 

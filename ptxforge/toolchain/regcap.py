@@ -1,7 +1,7 @@
 """Which register cap ptxas compiled a kernel under, where it came from, and whether the
 ``--maxrregcount`` that was asked for took effect.
 
-Measured with nvJitLink 13.5 and the ptxas 12.9 / 13.0 executables (tests/test_compile.py
+Measured with nvJitLink 13.5 and the ptxas 12.9 / 13.0 executables (tests/toolchain/test_compile.py
 pins it on real compiles):
 
 * ``--maxrregcount N`` caps a kernel without launch bounds;

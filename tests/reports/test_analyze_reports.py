@@ -13,7 +13,7 @@ import pytest
 from ptxforge import KernelBuilder
 from ptxforge.arch.occupancy import register_cliffs
 from ptxforge.ptx import types as T
-from ptxforge.reports.peak import display_name, full_name
+from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.toolchain.ptxas_log import parse_ptxas_log
 

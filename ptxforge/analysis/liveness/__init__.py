@@ -39,6 +39,7 @@ This module is the public face; the work is split by concept (data flows down th
 * :mod:`.solver`: :func:`analyze_liveness` (block summaries, fixpoints, sweep);
 * :mod:`.blocks`: the block-level dataflow over every register, straight from the
   definitions (the ``*_bits`` attributes, and the reference for the solver).
+* :mod:`.dataflow`: the one gen/kill union fixpoint both of those solve with.
 
 Example::
 

@@ -11,9 +11,8 @@ never calls it.
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..cfg import ControlFlowGraph
+from .dataflow import solve_union, union_over
 from .storage import mask_of
 
 __all__ = ["block_bitsets"]
@@ -43,38 +42,7 @@ def block_bitsets(cfg: ControlFlowGraph, defs: tuple, uses: tuple, guarded: byte
         dall.append(mask_of(d))
     pred = [b.predecessors for b in blocks]
     succ = [b.successors for b in blocks]
-    d_in, d_out = [0] * nb, [0] * nb
-    work = deque(range(nb))
-    queued = [True] * nb
-    while work:
-        b = work.popleft()
-        queued[b] = False
-        x = 0
-        for p in pred[b]:
-            x |= d_out[p]
-        d_in[b] = x
-        y = x | dall[b]
-        if y != d_out[b]:
-            d_out[b] = y
-            for s in succ[b]:
-                if not queued[s]:
-                    queued[s] = True
-                    work.append(s)
-    l_in, l_out = [0] * nb, [0] * nb
-    work = deque(range(nb - 1, -1, -1))
-    queued = [True] * nb
-    while work:
-        b = work.popleft()
-        queued[b] = False
-        x = 0
-        for s in succ[b]:
-            x |= l_in[s]
-        l_out[b] = x
-        y = gen[b] | (x & ~kill[b])
-        if y != l_in[b]:
-            l_in[b] = y
-            for p in pred[b]:
-                if not queued[p]:
-                    queued[p] = True
-                    work.append(p)
+    d_out = solve_union(range(nb), pred, succ, dall)
+    l_in = solve_union(range(nb - 1, -1, -1), succ, pred, gen, kill)
+    d_in, l_out = union_over(d_out, pred), union_over(l_in, succ)
     return tuple(l_in), tuple(l_out), tuple(d_in), tuple(d_out)

@@ -11,20 +11,47 @@ accumulator: PTX writes those as ``{…}`` vectors, so they always take that pat
 
 from __future__ import annotations
 
+import attrs
+
 from ptxforge.ptx import ir
 
-__all__ = ["decode_operands", "operands_touching", "register_facts"]
+__all__ = ["RegisterFacts", "decode_operands", "operands_touching", "register_facts"]
 
 _SIMPLE = (ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw)
 _SIMPLE_TYPES = frozenset(_SIMPLE)
 
 
-def register_facts(instructions: tuple) -> tuple:
+@attrs.frozen(slots=True, kw_only=True)
+class RegisterFacts:
+    """What :func:`register_facts` learns in one pass over a kernel's instructions.
+
+    Example::
+
+        >>> from ptxforge.ptx import types
+        >>> a = ir.Register("%r1", types.u32)
+        >>> f = register_facts((ir.Instruction("mov.u32", (a, ir.Immediate(1)), 1),
+        ...                     ir.Instruction("st.global.u32", (ir.Address(a), a))))
+        >>> f.index, f.first_def, f.def_count, f.last_use, f.early
+        ({'%r1': 0}, [0], [1], [1], set())
+    """
+
+    index: dict[str, int]  # register name -> register index (first appearance order)
+    registers: list[ir.Register]  # per register index
+    guarded: bytes  # per instruction: 1 when it has a guard
+    first_def: list[int]  # per register: its first definition, -1 when never defined
+    def_count: list[int]  # per register: how many instructions define it
+    last_use: list[int]  # per register: its last read, -1 when never read
+    # registers that may be read at or before their first definition or are defined under a
+    # guard: first seen as a read, read and written by one instruction, or written guarded
+    early: set[int]
+
+
+def register_facts(instructions: tuple) -> RegisterFacts:
     """Number registers by first appearance and, per register: first definition, number of
     definitions, last use (lists, -1/0 when none), and whether it may be read at or before its
-    first definition or is defined under a guard (the set ``early``: first seen as a read, read
-    and written by one instruction, or written by a guarded one); per instruction the guarded
-    flag.  Per-instruction register lists are not kept (see :func:`decode_operands`)."""
+    first definition or is defined under a guard (``early``); per instruction the guarded
+    flag (:class:`RegisterFacts`).  Per-instruction register lists are not kept (see
+    :func:`decode_operands`)."""
     index: dict[str, int] = {}
     regs: list[ir.Register] = []
     fdl: list[int] = []
@@ -92,34 +119,7 @@ def register_facts(instructions: tuple) -> tuple:
                 if lul[x] == i:
                     mark(x)  # read by its own (first) definition
                 continue
-        # General path; vectors and negated predicates go through the IR's own defs/uses.
-        dd: list[int] = []
-        uu: list[int] = []
-        k = 0
-        for o in ops:
-            t = type(o)
-            if t is Register:
-                x = number(o, k >= nd)
-                if k < nd:
-                    if x not in dd:
-                        dd.append(x)
-                elif x not in uu:
-                    uu.append(x)
-            elif t is Address:
-                if type(o.base) is Register:
-                    x = number(o.base, True)
-                    if x not in uu:
-                        uu.append(x)
-            elif t not in simple and not isinstance(o, _SIMPLE):
-                dd = list(dict.fromkeys(number(r, False) for r in inst.defs))
-                uu = list(dict.fromkeys(number(r, True) for r in inst.uses))
-                break
-            k += 1
-        else:
-            if g is not None:
-                x = number(g.register, True)
-                if x not in uu:
-                    uu.append(x)
+        dd, uu = _numbered_operands(inst, number)
         if g is not None:
             guarded[i] = 1
             early.update(dd)
@@ -131,7 +131,44 @@ def register_facts(instructions: tuple) -> tuple:
             dcl[x] += 1
             if x in uu:
                 mark(x)
-    return index, regs, bytes(guarded), fdl, dcl, lul, early
+    return RegisterFacts(index=index, registers=regs, guarded=bytes(guarded), first_def=fdl,
+                         def_count=dcl, last_use=lul, early=early)
+
+
+def _numbered_operands(inst: ir.Instruction, number) -> tuple[list[int], list[int]]:
+    """:func:`register_facts`'s general path for one instruction: the register indices it
+    defines and reads (no repeats, the guard last), each numbered by ``number(register,
+    read)``; vectors and negated predicates go through the IR's own defs/uses."""
+    Register, Address = ir.Register, ir.Address
+    nd = inst.ndefs
+    dd: list[int] = []
+    uu: list[int] = []
+    k = 0
+    for o in inst.operands:
+        t = type(o)
+        if t is Register:
+            x = number(o, k >= nd)
+            if k < nd:
+                if x not in dd:
+                    dd.append(x)
+            elif x not in uu:
+                uu.append(x)
+        elif t is Address:
+            if type(o.base) is Register:
+                x = number(o.base, True)
+                if x not in uu:
+                    uu.append(x)
+        elif t not in _SIMPLE_TYPES and not isinstance(o, _SIMPLE):
+            dd = list(dict.fromkeys(number(r, False) for r in inst.defs))
+            uu = list(dict.fromkeys(number(r, True) for r in inst.uses))
+            break
+        k += 1
+    else:
+        if inst.guard is not None:
+            x = number(inst.guard.register, True)
+            if x not in uu:
+                uu.append(x)
+    return dd, uu
 
 
 def decode_operands(instructions: tuple, index: dict) -> list:

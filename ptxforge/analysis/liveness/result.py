@@ -27,7 +27,25 @@ from .storage import CLASS_NAMES, CLASS_POS, CLASS_UNITS, N_CLASSES, PRED_POS, b
 __all__ = ["Liveness"]
 
 
-@attrs.frozen(slots=True)
+class _LivenessCache:
+    """A cache of one :class:`Liveness`'s derived views, filled on first use.
+
+    Everything here is computed from the result's own (frozen) fields, so filling it never
+    changes what the result means: it is left out of the result's equality, hash and repr.
+    ``defs``/``uses``: per instruction the register indices it writes and reads (decoded from
+    the instructions and ``index``); ``views``: per-class columns and flat arrays, keyed
+    ``(class, where)`` and ``where``, and the per-block bitsets over every register.
+    """
+
+    __slots__ = ("defs", "uses", "views")
+
+    def __init__(self) -> None:
+        self.defs: Optional[tuple] = None
+        self.uses: Optional[tuple] = None
+        self.views: dict = {}
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class Liveness:
     """Liveness of one kernel: per-block bitsets and per-instruction pressure per class.
 
@@ -62,11 +80,9 @@ class Liveness:
     complex_registers: array = attrs.field(repr=False)  # register index per complex index
     # Live counts per class and instruction are kept as class-major difference lists
     # ([class * (n + 1) + i]) and summed up on demand (columns, flat arrays: see the properties).
-    _diff: list = attrs.field(repr=False, eq=False)  # after(i) - after(i - 1)
-    _dead: list = attrs.field(repr=False, eq=False)  # the same for at(i) - after(i)
-    _entries: list = attrs.field(repr=False, eq=False)  # per block: (start * 7, counts or None)
-    _operands: list = attrs.field(repr=False, eq=False)  # [defs, uses] per instruction, or
-    # [None, None] until first needed (decoded from the instructions and ``index``)
+    _diff: tuple = attrs.field(repr=False, eq=False)  # after(i) - after(i - 1)
+    _dead: tuple = attrs.field(repr=False, eq=False)  # the same for at(i) - after(i)
+    _entries: tuple = attrs.field(repr=False, eq=False)  # per block: (start * 7, counts or None)
     _guarded: bytes = attrs.field(repr=False)
     _touched_len: array = attrs.field(repr=False)  # complex registers: live-range length
     _class_used: tuple = attrs.field(repr=False)  # per class position: any register of it
@@ -75,12 +91,14 @@ class Liveness:
     # read; the others are "complex", and blocks mentioning any of them need a walk.
     _complex: bytes = attrs.field(repr=False, default=b"")
     _block_has_complex: Optional[bytes] = attrs.field(repr=False, default=None)
-    _simple: list = attrs.field(repr=False, factory=list)
+    _simple: tuple = attrs.field(repr=False, default=())
     _type_codes: Optional[bytes] = attrs.field(repr=False, default=None)  # per register, into ALL_TYPES
-    _memo: dict = attrs.field(repr=False, eq=False, factory=dict)  # columns and flat arrays
     # {instruction: (defs, uses)} restricted to complex registers, its sorted keys, and per
     # block the range of those keys (block b: positions bounds[b] .. bounds[b + 1] - 1)
     _sparse: tuple = attrs.field(repr=False, eq=False, default=({}, [], [0]))
+    # derived views computed on first use (never compared, hashed or shown)
+    _cache: _LivenessCache = attrs.field(init=False, factory=_LivenessCache, repr=False,
+                                         eq=False)
 
     # ----- sizes and lookup -------------------------------------------------------------
     @property
@@ -99,15 +117,17 @@ class Liveness:
 
     @property
     def _defs(self) -> tuple:
-        if self._operands[0] is None:
-            self._operands[:] = decode_operands(self.cfg.instructions, self.index)
-        return self._operands[0]
+        cache = self._cache
+        if cache.defs is None:
+            cache.defs, cache.uses = decode_operands(self.cfg.instructions, self.index)
+        return cache.defs
 
     @property
     def _uses(self) -> tuple:
-        if self._operands[1] is None:
-            self._operands[:] = decode_operands(self.cfg.instructions, self.index)
-        return self._operands[1]
+        cache = self._cache
+        if cache.uses is None:
+            cache.defs, cache.uses = decode_operands(self.cfg.instructions, self.index)
+        return cache.uses
 
     def register(self, key: Union[int, str]) -> ir.Register:
         """A register by index or PTX name."""
@@ -134,7 +154,7 @@ class Liveness:
         return self._flat("at")
 
     def _flat(self, where: str) -> array:
-        arr = self._memo.get(where)
+        arr = self._cache.views.get(where)
         if arr is None:
             n = self.n_instructions
             arr = array("i", [0]) * (n * N_CLASSES)
@@ -143,13 +163,13 @@ class Liveness:
                     arr[c::N_CLASSES] = self._column(c, where)
             if where == "before" and not n:
                 arr = array("i", [0]) * N_CLASSES
-            self._memo[where] = arr
+            self._cache.views[where] = arr
         return arr
 
     def _column(self, c: int, where: str) -> array:
         """Live values of class position ``c`` per instruction (``at``/``before``/``after``)."""
         key = (c, where)
-        col = self._memo.get(key)
+        col = self._cache.views.get(key)
         if col is None:
             n = self.n_instructions
             lo = c * (n + 1)
@@ -163,7 +183,7 @@ class Liveness:
                 col = (array("i", [0]) + self._column(c, "after")[:n - 1]) if n else array("i")
                 for base, counts in self._entries:
                     col[base // N_CLASSES] = 0 if counts is None else counts[c]
-            self._memo[key] = col
+            self._cache.views[key] = col
         return col
 
     def counts(self, i: int, where: str = "at") -> dict[str, int]:
@@ -320,11 +340,11 @@ class Liveness:
         return self._block_bits()[3]
 
     def _block_bits(self) -> tuple:
-        got = self._memo.get("block_bits")
+        got = self._cache.views.get("block_bits")
         if got is None:
             from .blocks import block_bitsets
 
-            got = self._memo["block_bits"] = block_bitsets(self.cfg, self.instruction_defs,
+            got = self._cache.views["block_bits"] = block_bitsets(self.cfg, self.instruction_defs,
                                                            self.instruction_uses, self._guarded)
         return got
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections import deque
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import and_, attrgetter
 from typing import Optional, Union
 
 from ptxforge.ptx import ir
@@ -31,7 +30,8 @@ from ptxforge.ptx.types import ALL_TYPES
 
 from ..cfg import ControlFlowGraph, build_cfg
 from ..gc_pause import gc_paused
-from .operands import operands_touching, register_facts
+from .dataflow import solve_union, union_over
+from .operands import RegisterFacts, operands_touching, register_facts
 from .result import Liveness
 from .storage import CLASS_POS, N_CLASSES, bits_of, mask_of
 
@@ -47,55 +47,16 @@ def _solve(cfg: ControlFlowGraph, gen: list, kill: list, dall: list) -> tuple[li
     """Block-level fixpoints over complex-index bitsets; returns the live sets (backward-live
     and maybe-defined) on entry to and on exit from every block.
 
-    Only ``d_out`` (maybe-defined on exit) and ``l_in`` (backward-live on entry) are kept while
-    iterating; the other side of each block is the union over its neighbours.
+    The solver keeps ``d_out`` (maybe-defined on exit) and ``l_in`` (backward-live on entry);
+    the other side of each block is the union over its neighbours.
     """
-    nb = len(cfg.blocks)
     order = cfg.reverse_postorder()
     succ = [b.successors for b in cfg.blocks]
     pred = [b.predecessors for b in cfg.blocks]
-    d_out = [0] * nb
-    work, queued = deque(order), [True] * nb
-    while work:
-        b = work.popleft()
-        queued[b] = False
-        x = dall[b]
-        for p in pred[b]:
-            x |= d_out[p]
-        if x != d_out[b]:
-            d_out[b] = x
-            for s in succ[b]:
-                if not queued[s]:
-                    queued[s] = True
-                    work.append(s)
-    l_in = [0] * nb
-    work, queued = deque(reversed(order)), [True] * nb
-    while work:
-        b = work.popleft()
-        queued[b] = False
-        x = 0
-        for s in succ[b]:
-            x |= l_in[s]
-        if x and kill[b]:
-            x &= ~kill[b]
-        x |= gen[b]
-        if x != l_in[b]:
-            l_in[b] = x
-            for p in pred[b]:
-                if not queued[p]:
-                    queued[p] = True
-                    work.append(p)
-    live_in, live_out = [], []
-    for b in range(nb):
-        x = 0
-        for p in pred[b]:
-            x |= d_out[p]
-        live_in.append(l_in[b] & x)
-        x = 0
-        for s in succ[b]:
-            x |= l_in[s]
-        live_out.append(x & d_out[b])
-    return live_in, live_out
+    d_out = solve_union(order, pred, succ, dall)
+    l_in = solve_union(reversed(order), succ, pred, gen, kill)
+    d_in, l_out = union_over(d_out, pred), union_over(l_in, succ)
+    return list(map(and_, l_in, d_in)), list(map(and_, l_out, d_out))
 
 
 def _summaries(blocks, bounds: list, tpos: list, touching: dict, guarded: bytes, qof) -> tuple:
@@ -149,37 +110,91 @@ def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
 
 
 def _analyze(cfg: ControlFlowGraph) -> Liveness:
-    """:func:`analyze_liveness` on a built CFG."""
+    """:func:`analyze_liveness` on a built CFG: register facts, simple registers straight into
+    the difference lists, block-level fixpoints and a backward sweep for the complex ones."""
     insts = cfg.instructions
     n = len(insts)
     blocks = cfg.blocks
-    nb = len(blocks)
-    index, regs, guarded, fdl, dcl, lul, early = register_facts(insts)
-    operands: list = [None, None]
-    nr = len(regs)
-    try:  # registry types (the usual case): a type code per register, the class from it
-        codes: Optional[bytes] = bytes(map(_TYPE_CODE.__getitem__, map(id, map(_TYPE_OF, regs))))
-        cls = codes.translate(_CODE_CLASS)
-    except KeyError:
-        codes = None
-        cls = bytes(map(CLASS_POS.__getitem__, map(_CLASS_NAME_OF, regs)))
-    first_def = array("i", fdl)
-    def_count = array("i", dcl)
-    last_use = array("i", lul)
+    facts = register_facts(insts)
+    regs = facts.registers
+    codes, cls = _class_codes(regs)
+    diff, dead, complex_, simple = _split_simple(facts, cls, blocks, n)
+    cx = bytearray(len(regs))
+    qof = array("i", [-1]) * len(regs)  # register -> complex index
+    for q, r in enumerate(complex_):
+        cx[r] = 1
+        qof[r] = q
 
-    # "Simple" registers: one unguarded definition, every use after it in the same block.  Such
-    # a value is live exactly on after(def) .. after(last use - 1), never at a block boundary;
-    # its counts go straight into per-class difference arrays.  Every other register that is
-    # defined somewhere ("complex") goes through the block-level work below.
+    # Where complex registers are mentioned (the only instructions the block summaries and the
+    # sweep look at), and per block the range of those instructions in ``tpos``.
+    touching = operands_touching(insts, {regs[r].name: r for r in complex_}) if complex_ else {}
+    tpos = sorted(touching)
+    bounds = [bisect_left(tpos, blk.start) for blk in blocks] + [len(tpos)]
+    guarded = facts.guarded
+    if complex_:
+        gen, kill, dall, has_cx = _summaries(blocks, bounds, tpos, touching, guarded, qof)
+        live_in, live_out = _solve(cfg, gen, kill, dall)
+        del gen, kill, dall
+    else:
+        has_cx = bytearray(len(blocks))
+        live_in = live_out = [0] * len(blocks)
+    length, entry = _sweep(blocks, n, complex_, cls, qof, live_in, live_out,
+                           (touching, tpos, bounds), guarded, diff, dead)
+    return Liveness(
+        cfg=cfg,
+        registers=tuple(regs),
+        index=facts.index,
+        reg_class=cls,
+        first_def=array("i", facts.first_def),
+        def_count=array("i", facts.def_count),
+        last_use=array("i", facts.last_use),
+        live_in_sets=tuple(live_in),
+        live_out_sets=tuple(live_out),
+        complex_registers=array("i", complex_),
+        diff=tuple(diff),
+        dead=tuple(dead),
+        guarded=guarded,
+        touched_len=length,
+        class_used=tuple(_members_by_class(cls)),
+        complex=bytes(cx),
+        block_has_complex=bytes(has_cx),
+        simple=tuple(simple),
+        entries=tuple(entry),
+        type_codes=codes,
+        sparse=(touching, tpos, bounds),
+    )
+
+
+def _class_codes(regs: list) -> tuple[Optional[bytes], bytes]:
+    """Per register: its type code into ``ALL_TYPES`` (None when some type is outside the
+    registry) and its class position."""
+    try:  # registry types (the usual case): a type code per register, the class from it
+        codes = bytes(map(_TYPE_CODE.__getitem__, map(id, map(_TYPE_OF, regs))))
+        return codes, codes.translate(_CODE_CLASS)
+    except KeyError:
+        return None, bytes(map(CLASS_POS.__getitem__, map(_CLASS_NAME_OF, regs)))
+
+
+def _split_simple(facts: RegisterFacts, cls: bytes, blocks: tuple, n: int) -> tuple:
+    """``(diff, dead, complex, simple)``: the class-major difference lists holding the simple
+    registers' counts, and the complex and simple register indices (ascending).
+
+    "Simple" registers: one unguarded definition, every use after it in the same block.  Such
+    a value is live exactly on after(def) .. after(last use - 1), never at a block boundary;
+    its counts go straight into per-class difference arrays.  Every other register that is
+    defined somewhere ("complex") goes through the block-level work.
+    """
+    nb = len(blocks)
     end_of = list(chain.from_iterable(repeat(b.end, b.end - b.start) for b in blocks)) if nb > 1 else None
     W = n + 1
     diff = [0] * (W * N_CLASSES)  # class-major [class * W + i]: after(i) - after(i - 1)
     dead = [0] * (W * N_CLASSES)  # the same for results not live after their instruction
-    length = array("i", [0]) * nr  # complex registers: instructions at which they are live
     complex_: list[int] = []
     simple: list[int] = []
+    early = facts.early
     bases = map([c * W for c in range(N_CLASSES)].__getitem__, cls)
-    for r, d, u, k, b in zip(range(nr), fdl, lul, dcl, bases):
+    for r, d, u, k, b in zip(range(len(cls)), facts.first_def, facts.last_use, facts.def_count,
+                             bases):
         if d < 0:
             continue  # never defined: never live
         if k != 1 or r in early:
@@ -194,30 +209,22 @@ def _analyze(cfg: ControlFlowGraph) -> Liveness:
             diff[b + d] += 1
             diff[b + u] -= 1
             simple.append(r)
-    del fdl, dcl, lul, early, end_of
-    cx = bytearray(nr)
-    qof = array("i", [-1]) * nr  # register -> complex index
-    for q, r in enumerate(complex_):
-        cx[r] = 1
-        qof[r] = q
+    return diff, dead, complex_, simple
 
-    # Where complex registers are mentioned (the only instructions the block summaries and the
-    # sweep look at), and per block the range of those instructions in ``tpos``.
-    touching = operands_touching(insts, {regs[r].name: r for r in complex_}) if complex_ else {}
-    tpos = sorted(touching)
-    bounds = [bisect_left(tpos, blk.start) for blk in blocks] + [len(tpos)]
 
-    if complex_:
-        gen, kill, dall, has_cx = _summaries(blocks, bounds, tpos, touching, guarded, qof)
-        live_in, live_out = _solve(cfg, gen, kill, dall)
-        del gen, kill, dall
-    else:
-        has_cx = bytearray(nb)
-        live_in = live_out = [0] * nb
+def _sweep(blocks: tuple, n: int, complex_: list, cls: bytes, qof: array, live_in: list,
+           live_out: list, sparse: tuple, guarded: bytes, diff: list,
+           dead: list) -> tuple[array, list]:
+    """Backward sweep over the complex registers of each block, adding their counts to
+    ``diff`` and ``dead``; returns the live-range length per register (complex ones) and
+    per block ``(start * 7, counts live on entry or None)``.
 
-    # Backward sweep over the complex registers of each block; values live through a block
-    # without being mentioned in it count as a constant over the block (and their pass-through
-    # runs, in block order, add to their live-range lengths).
+    Values live through a block without being mentioned in it count as a constant over the
+    block (and their pass-through runs, in block order, add to their live-range lengths).
+    """
+    touching, tpos, bounds = sparse
+    W = n + 1
+    length = array("i", [0]) * len(cls)  # complex registers: instructions at which they are live
     members: list[list[int]] = [[] for _ in range(N_CLASSES)]
     for q, r in enumerate(complex_):
         members[cls[r]].append(q)
@@ -264,73 +271,58 @@ def _analyze(cfg: ControlFlowGraph) -> Liveness:
                     diff[c * W + s] += k
                     diff[c * W + e] -= k
         if steps is not None:
-            li = live_in[b]
-            md_in = {r for r in touched if li >> qof[r] & 1}  # live on entry, mentioned here
-            open_: dict[int, int] = {}  # counted register -> last instruction it is in at()
-            for r in touched:
-                if lm >> qof[r] & 1:
-                    cnt[cls[r]] += 1
-                    open_[r] = e - 1
-            back = set(open_)  # backward-live (what may be defined on every path is enough)
-            for j in reversed(steps):
-                dj, uj = touching[j]
-                if dj:
-                    for r in dj:
-                        if r not in open_:
-                            x = cls[r] * W + j
-                            dead[x] += 1
-                            dead[x + 1] -= 1
-                            length[r] += 1
-                    if not guarded[j]:
-                        back.difference_update(dj)
-                back.update(uj)
-                for r in (dj + uj if dj and uj else dj or uj):
-                    if r in back and (r in md_in or first.get(r, e) < j):
-                        if r not in open_:
-                            open_[r] = j - 1
-                            cnt[cls[r]] += 1
-                    elif r in open_:
-                        hi = open_.pop(r)
-                        c = cls[r]
-                        length[r] += hi - j + 1
-                        cnt[c] -= 1
-                        diff[c * W + j] += 1
-                        diff[c * W + hi + 1] -= 1
-            for r, hi in open_.items():
-                if hi >= s:
-                    c = cls[r]
-                    length[r] += hi - s + 1
-                    diff[c * W + s] += 1
-                    diff[c * W + hi + 1] -= 1
+            md_in = {r for r in touched if live_in[b] >> qof[r] & 1}  # live on entry, mentioned
+            _walk_block(s, e, steps, touching, touched, first, md_in, lm, cnt, cls, qof,
+                        guarded, W, diff, dead, length)
         entry.append((s * N_CLASSES, cnt))
     for q, start in run_start.items():
         length[complex_[q]] += n - start
+    return length, entry
 
-    class_used = tuple(bool(m) for m in _members_by_class(cls))
-    return Liveness(
-        cfg=cfg,
-        registers=tuple(regs),
-        index=index,
-        reg_class=cls,
-        first_def=first_def,
-        def_count=def_count,
-        last_use=last_use,
-        live_in_sets=tuple(live_in),
-        live_out_sets=tuple(live_out),
-        complex_registers=array("i", complex_),
-        diff=diff,
-        dead=dead,
-        operands=operands,
-        guarded=guarded,
-        touched_len=length,
-        class_used=class_used,
-        complex=bytes(cx),
-        block_has_complex=bytes(has_cx),
-        simple=simple,
-        entries=entry,
-        type_codes=codes,
-        sparse=(touching, tpos, bounds),
-    )
+
+def _walk_block(s: int, e: int, steps: list, touching: dict, touched: dict, first: dict,
+                md_in: set, lm: int, cnt: list, cls: bytes, qof: array, guarded: bytes, W: int,
+                diff: list, dead: list, length: array) -> None:
+    """The backward walk over one block's instructions ``steps`` (``s`` .. ``e``) that mention
+    complex registers (``touched``; ``first``: their first definition in the block; ``md_in``:
+    those live on entry; ``lm``: the live-out bitset): their live ranges into ``diff``,
+    ``dead`` and ``length``, their count live on entry into ``cnt``."""
+    open_: dict[int, int] = {}  # counted register -> last instruction it is in at()
+    for r in touched:
+        if lm >> qof[r] & 1:
+            cnt[cls[r]] += 1
+            open_[r] = e - 1
+    back = set(open_)  # backward-live (what may be defined on every path is enough)
+    for j in reversed(steps):
+        dj, uj = touching[j]
+        if dj:
+            for r in dj:
+                if r not in open_:
+                    x = cls[r] * W + j
+                    dead[x] += 1
+                    dead[x + 1] -= 1
+                    length[r] += 1
+            if not guarded[j]:
+                back.difference_update(dj)
+        back.update(uj)
+        for r in (dj + uj if dj and uj else dj or uj):
+            if r in back and (r in md_in or first.get(r, e) < j):
+                if r not in open_:
+                    open_[r] = j - 1
+                    cnt[cls[r]] += 1
+            elif r in open_:
+                hi = open_.pop(r)
+                c = cls[r]
+                length[r] += hi - j + 1
+                cnt[c] -= 1
+                diff[c * W + j] += 1
+                diff[c * W + hi + 1] -= 1
+    for r, hi in open_.items():
+        if hi >= s:
+            c = cls[r]
+            length[r] += hi - s + 1
+            diff[c * W + s] += 1
+            diff[c * W + hi + 1] -= 1
 
 
 def _members_by_class(cls: bytes) -> list[bool]:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+from typing import NamedTuple
 
 import attrs
 
@@ -107,13 +108,20 @@ def _units(r: ir.Register) -> int:
     return 0 if r.type.is_pred else max(r.units, 1)
 
 
-def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_out: set,
-                 base: int, budget: int, stop_at: int | None = None) -> tuple[list | None, int]:
-    """The positions of ``insts`` (one basic block) in the scheduled order, and the most
-    units live at one of them in that order (``base``: live on entry); (None, the peak so
-    far) as soon as that peak reaches ``stop_at``.  ``uses`` and ``defs``: per instruction
-    the register indices it reads and writes (no repeats); ``units[r]``: what register ``r``
-    takes (0 for a predicate); ``live_in`` and ``live_out``: register indices."""
+class _Graph(NamedTuple):
+    """The dependence graph of one basic block (see :func:`_dependences`)."""
+
+    succs: list  # per instruction: the instructions that wait for it (terminators aside)
+    npred: list  # per instruction: how many it waits for
+    feeds: list  # per instruction: the producers whose value it reads
+    lats: list  # per instruction: its latency
+    terms: list  # the terminators (each waits for every instruction before it, implicitly)
+
+
+def _dependences(insts: list, uses: list, defs: list) -> _Graph:
+    """The dependences of one basic block (module docstring): registers (read after write,
+    write after read, write after write), memory by state space, barriers and fences,
+    warp-collectives in order, the terminator last."""
     n = len(insts)
     succs: list = [[] for _ in range(n)]
     npred = [0] * n
@@ -187,6 +195,14 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
         for r in defs[i]:
             last_def[r] = i
             readers[r] = []
+    return _Graph(succs, npred, feeds, lats, terms)
+
+
+def _heights(g: _Graph) -> list:
+    """Per instruction: the longest latency path from it to the block's end (its own latency
+    on a value edge, :data:`ORDER_LATENCY` on an ordering one), the latency priority."""
+    succs, feeds, lats, terms = g.succs, g.feeds, g.lats, g.terms
+    n = len(lats)
     height = [0] * n
     for i in range(n - 1, -1, -1):
         lat = lats[i]
@@ -200,12 +216,28 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
                 x = height[t] + (lat if i in feeds[t] else ORDER_LATENCY)
                 h = max(h, x)
         height[i] = h or lat
-    # pending uses per register inside the block; a value dies at its last one unless live
-    # out; per instruction: the registers it reads and those it writes and does not read
-    reads, writes = uses, defs
+    return height
+
+
+class _Pressure(NamedTuple):
+    """What the scheduler tracks to count live units (see :func:`_pressure`)."""
+
+    pending: dict  # per register: its reads in the block not issued yet
+    users: dict  # per register: the instructions that read it
+    live: set  # values live now: live-in ones (read before written) and defined ones
+    live_out: set  # live out and not written again in the block (those die at their last read)
+    fresh: list  # per instruction: the registers it writes and does not read
+    fresh_writers: dict  # per register: the instructions that write it without reading it
+
+
+def _pressure(reads: list, writes: list, live_out: set) -> _Pressure:
+    """The scheduler's starting pressure state for a block (before anything issues): pending
+    uses per register inside the block (a value dies at its last one unless live out) and, per
+    instruction, the registers it writes and does not read."""
+    n = len(reads)
     pending: dict = {}  # reads not yet issued, per register
     users: dict = {}
-    live: set = set()  # values live now: live-in ones (read before written) and defined ones
+    live: set = set()
     written: set = set()
     for i in range(n):
         for r in reads[i]:
@@ -220,12 +252,11 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
                 live.add(r)
         written.update(writes[i])
     # a live-out value that the block writes again dies at its last read before the write
-    stays_out = live_out
     live_out = live_out - (live & written)
     fresh = [[w for w in writes[i] if w not in reads[i]] if writes[i] else writes[i]
              for i in range(n)]
-    # per register: the instructions that write it without reading it, in order, and the
-    # first of them not issued yet (each waits for the one before: write after write)
+    # per register: the instructions that write it without reading it, in order (each waits
+    # for the one before: write after write)
     fresh_writers: dict = {}
     for i in range(n):
         for w in fresh[i]:
@@ -234,37 +265,36 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
                 fresh_writers[w] = [i]
             else:
                 fw.append(i)
-    next_writer = dict.fromkeys(fresh_writers, 0)
+    return _Pressure(pending, users, live, live_out, fresh, fresh_writers)
 
-    def delta_of(j: int) -> int:
-        """The change in live units if ``j`` issued now."""
-        d = 0
-        for w in fresh[j]:
-            if w not in live:
-                d += units[w]
-        for u in reads[j]:
-            if pending[u] == 1 and u not in live_out:
-                d -= units[u]
-        return d
 
-    # delta[i] of a ready i: the change in live units if it issued now (set when it becomes
-    # ready, kept up to date while it is)
-    delta = [0] * n
+def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_out: set,
+                 base: int, budget: int, stop_at: int | None = None) -> tuple[list | None, int]:
+    """The positions of ``insts`` (one basic block) in the scheduled order, and the most
+    units live at one of them in that order (``base``: live on entry); (None, the peak so
+    far) as soon as that peak reaches ``stop_at``.  ``uses`` and ``defs``: per instruction
+    the register indices it reads and writes (no repeats); ``units[r]``: what register ``r``
+    takes (0 for a predicate); ``live_in`` and ``live_out``: register indices."""
+    g = _dependences(insts, uses, defs)
+    return _schedule(g, _heights(g), _pressure(uses, defs, live_out), uses, defs, units,
+                     live_in, live_out, base, budget, stop_at)
+
+
+def _schedule(g: _Graph, height: list, state: _Pressure, reads: list, writes: list, units,
+              live_in: set, stays_out: set, base: int, budget: int,
+              stop_at: int | None) -> tuple[list | None, int]:
+    """:func:`_block_order` once the graph, the heights and the pressure state are known:
+    issue ready instructions by latency (``-height``) while fewer than ``budget`` units are
+    live, by pressure delta from there, counting the live units as they issue."""
+    succs, npred, terms = g.succs, g.npred, g.terms
+    pending, users, live, live_out, fresh, fresh_writers = state
+    n = len(reads)
+    next_writer = dict.fromkeys(fresh_writers, 0)  # per register: its first fresh writer not issued
+    ready, by_delta, delta, is_ready = _first_ready(npred, height, state, reads, units)
+    nready = len(ready)
     done = [False] * n
     cur = now = peak = base
     alive = set(live_in)  # exactly what is live (the solver's sets: ``live`` guides choices)
-    # the ready instructions twice: by latency (-height, i) and by pressure (delta, i); both
-    # heaps drop entries lazily (an issued instruction, a delta that has changed since)
-    ready = [(-height[i], i) for i in range(n) if npred[i] == 0]
-    heapq.heapify(ready)
-    for _, i in ready:
-        delta[i] = delta_of(i)
-    by_delta = [(delta[i], i) for _, i in ready]
-    heapq.heapify(by_delta)
-    is_ready = [False] * n
-    for _, i in ready:
-        is_ready[i] = True
-    nready = len(ready)
     heappush, heappop = heapq.heappush, heapq.heappop
     order = []
     while nready:
@@ -350,6 +380,39 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
                 is_ready[succ] = True
                 nready += 1
     return order, peak
+
+
+def _first_ready(npred: list, height: list, state: _Pressure, reads: list,
+                 units) -> tuple[list, list, list, list]:
+    """The instructions ready before anything issues, twice, as heaps: by latency
+    ``(-height, i)`` and by pressure ``(delta, i)`` (both drop entries lazily: an issued
+    instruction, a delta that has changed since); ``delta`` (of a ready ``i``: the change in
+    live units if it issued now, kept up to date while it is ready) and ``is_ready``."""
+    n = len(npred)
+    delta = [0] * n
+    ready = [(-height[i], i) for i in range(n) if npred[i] == 0]
+    heapq.heapify(ready)
+    is_ready = [False] * n
+    for _, i in ready:
+        delta[i] = _delta_of(i, state.fresh, reads, state.live, state.pending, state.live_out,
+                             units)
+        is_ready[i] = True
+    by_delta = [(delta[i], i) for _, i in ready]
+    heapq.heapify(by_delta)
+    return ready, by_delta, delta, is_ready
+
+
+def _delta_of(j: int, fresh: list, reads: list, live: set, pending: dict, live_out: set,
+              units) -> int:
+    """The change in live units if ``j`` issued now."""
+    d = 0
+    for w in fresh[j]:
+        if w not in live:
+            d += units[w]
+    for u in reads[j]:
+        if pending[u] == 1 and u not in live_out:
+            d -= units[u]
+    return d
 
 
 @attrs.frozen(slots=True)

@@ -34,10 +34,10 @@ from collections.abc import Sequence
 
 import attrs
 
+from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.emit import format_instruction
 
 from ..names import short_label
-from ..peak import display_name, full_name
 
 __all__ = ["KernelView", "LoopSpan", "SourceLine", "SweepPoint", "cubin_view", "kernel_view",
            "ptx_line_numbers", "sass_by_instruction"]
