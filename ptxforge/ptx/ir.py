@@ -263,7 +263,7 @@ class Instruction:
         """The opcode without modifiers (``fma`` for ``fma.rn.f32``)."""
         f = self._family
         if f is None:
-            f = self.op.family
+            f = self.opcode.split(".", 1)[0]
             object.__setattr__(self, "_family", f)
         return f
 
