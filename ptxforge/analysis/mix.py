@@ -40,7 +40,7 @@ from typing import Iterable, Optional
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import FAMILIES, SPACES
+from ptxforge.ptx.opcodes import FAMILIES, SPACES, opcode_of
 
 __all__ = [
     "SelpBreakdown",
@@ -123,8 +123,9 @@ class InstructionMix:
 
 
 def _group(opcode: str) -> Optional[str]:
-    parts = opcode.split(".")
-    family = parts[0]
+    op = opcode_of(opcode)
+    parts = [op.family, *op.parts]
+    family = op.family
     if family not in MEMORY_FAMILIES:
         return None
     if family == "cp" and len(parts) > 1 and parts[1] == "async":
@@ -216,7 +217,7 @@ def instruction_mix(kernel: ir.Kernel) -> InstructionMix:
     by_family: Counter = Counter()
     groups: Counter = Counter()
     for op, n in by_opcode.items():
-        by_family[op.split(".", 1)[0]] += n
+        by_family[opcode_of(op).family] += n
         g = _group(op)
         if g is not None:
             groups[g] += n

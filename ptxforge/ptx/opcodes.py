@@ -33,7 +33,8 @@ from typing import Optional
 import attrs
 
 __all__ = [
-    "Trait", "Terminator", "Branch", "Return", "Abort", "Call", "WritesNoRegister", "WarpCollective", "Barrier",
+    "Trait", "Terminator", "Branch", "Return", "Abort", "Call", "WritesNoRegister",
+    "WarpCollective", "Barrier",
     "OrdersMemory", "MemoryAccess", "OperandSlot", "OpInfo", "Opcode", "FAMILIES",
     "TYPE_NAMES", "SPACES", "LOOSE_WORDS", "opcode_of", "info", "families_with",
 ]
@@ -428,8 +429,10 @@ _ROWS = (
     _row("mma", "", loose=True, latency="tensor", shape="{d}, {a}, {b}, {c}"),
     _row("wmma", "", MemoryAccess("fragment"), WritesNoRegister(("wmma.load", "wmma.mma")),
          loose=True, latency="tensor"),
-    _row("ldmatrix", "", MemoryAccess("load", shared_only=True), loose=True, latency="memory", shape="{d}, [a]"),
-    _row("stmatrix", "", MemoryAccess("store", shared_only=True), _NODEF, loose=True, latency="memory", shape="[a], {b}"),
+    _row("ldmatrix", "", MemoryAccess("load", shared_only=True), loose=True, latency="memory",
+         shape="{d}, [a]"),
+    _row("stmatrix", "", MemoryAccess("store", shared_only=True), _NODEF, loose=True,
+         latency="memory", shape="[a], {b}"),
     _row("movmatrix", "", loose=True, shape="d, a"),
     _row("multimem", "", _ATOMIC, WritesNoRegister(("multimem.ld_reduce",)), loose=True,
          latency="memory"),

@@ -1,4 +1,4 @@
-"""No module outside the opcode table (ptxforge/ptx/opcodes.py) keeps its own set of opcode families.
+"""No module outside the opcode table (ptxforge/ptx/opcodes.py) keeps a set of opcode families.
 
 Every literal collection of strings in the package is read (AST); one that names two or more
 opcode families of :data:`ptxforge.ptx.opcodes.FAMILIES` fails the test when it is

@@ -44,7 +44,7 @@ import heapq
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import (FAMILIES, SPACES, Barrier, OrdersMemory, Terminator,
+from ptxforge.ptx.opcodes import (SPACES, Barrier, OrdersMemory, Terminator,
                                     WarpCollective, families_with, opcode_of)
 
 from ..liveness import analyze_liveness
@@ -67,11 +67,12 @@ def _kind(op: str):
     """``"all"`` (orders every memory operation: barriers, fences, calls, volatile and
     acquire accesses, the terminator), ``(op, spaces)`` for a memory read or write (a generic
     address may be any space), or None."""
-    fam = op.split(".", 1)[0]
+    parsed = opcode_of(op)
+    fam = parsed.family
     if fam in _EVERYTHING or fam in _TERMINATORS or ".volatile" in op or ".acquire" in op \
             or ".release" in op:
         return "all"
-    mem = opcode_of(op).info.memory if fam in FAMILIES else None
+    mem = parsed.info.memory if parsed.info is not None else None
     if mem is not None and (mem.reads or mem.writes):
         spaces = mem.spaces or tuple(sp for sp in SPACES if f".{sp}" in op) or SPACES
         return ("read" if mem.reads else "write", spaces)
@@ -80,7 +81,7 @@ def _kind(op: str):
 
 @functools.lru_cache(maxsize=4096)
 def _latency_of(op: str) -> int:
-    row = FAMILIES.get(op.split(".", 1)[0])
+    row = opcode_of(op).info
     if row is not None and row.memory is not None and row.memory.direction == "load":
         if ".shared" in op or row.memory.shared_only:
             return LATENCY["shared"]
@@ -95,7 +96,7 @@ def _latency_of(op: str) -> int:
 @functools.lru_cache(maxsize=4096)
 def _facts(op: str) -> tuple:
     """(latency, memory kind, warp-collective, terminator) of an opcode."""
-    fam = op.split(".", 1)[0]
+    fam = opcode_of(op).family
     return _latency_of(op), _kind(op), fam in _COLLECTIVES, fam in _TERMINATORS
 
 

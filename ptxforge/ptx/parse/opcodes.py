@@ -3,7 +3,8 @@
 :func:`opcode_problem` says what is wrong with an opcode's text (``ad.f32``: unknown opcode;
 ``add.f32.foo``: ``.foo`` is no modifier of ``add``), or None.  The tables are written from
 the PTX ISA reference (chapter 9, "Instruction Set", through ISA 9.x; the rows live in
-:data:`ptxforge.ptx.opcodes.FAMILIES`) and err on the side of accepting: a false error on valid PTX is far worse than a missed one.  So
+:data:`ptxforge.ptx.opcodes.FAMILIES`) and err on the side of accepting: a false error on
+valid PTX is far worse than a missed one.  So
 
 * every PTX type name (``.f32``, ``.e4m3x2``, ``.b128`` …) is accepted on every opcode;
 * classic families (arithmetic, comparison, conversion, moves, loads and stores, atomics,
