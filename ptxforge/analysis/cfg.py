@@ -44,6 +44,7 @@ import attrs
 
 from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import Terminator, families_with
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["BasicBlock", "Loop", "ControlFlowGraph", "build_cfg", "TERMINATORS"]
 
 #: Opcode families that end a basic block.
-TERMINATORS = frozenset({"bra", "brx", "ret", "exit", "trap"})
+TERMINATORS = frozenset(families_with(Terminator))
 
 _TERMINATOR_HEADS = frozenset(t[:3] for t in TERMINATORS)
 _BRANCHTARGETS = re.compile(r"^\s*(?:([\w$.]+)\s*:\s*)?\.branchtargets\s+(.*?);?\s*$", re.S)
@@ -150,6 +151,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     Example::
 
         >>> from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import Terminator, families_with
         >>> build_cfg(ir.Kernel("k", body=(ir.Instruction("ret"),))).blocks[0].successors
         ()
     """
@@ -214,7 +216,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
                 out.extend(resolve(x, last) for x in labels)
             if last.guard is not None:
                 out.extend(fall)
-        elif fam in ("ret", "exit", "trap"):
+        elif fam in TERMINATORS:  # ret, exit, trap (bra and brx above)
             if last.guard is not None:
                 out.extend(fall)
         else:

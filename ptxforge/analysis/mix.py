@@ -40,6 +40,7 @@ from typing import Iterable, Optional
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import FAMILIES, SPACES, opcode_of
 
 __all__ = [
     "SelpBreakdown",
@@ -55,9 +56,11 @@ __all__ = [
 ]
 
 #: Families whose group key includes the state space (``ld.global``, ``st.local`` …).
-MEMORY_FAMILIES = ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cp", "ldmatrix",
-                   "stmatrix", "multimem", "st.async", "red.async")
-_SPACES = ("global", "local", "shared", "const", "param", "tex")
+#: (The families with a memory access that name their space in a modifier: not textures and
+#: surfaces, not wmma, whose sub-opcode says whether it touches memory.)
+MEMORY_FAMILIES = tuple(name for name, row in FAMILIES.items() if row.memory is not None
+                        and not row.memory.texture and row.memory.direction != "fragment")
+_SPACES = SPACES
 #: The selp operand-kind categories, in report order.
 SELP_KINDS = ("literal_pair", "literal_register", "zero_clip", "register_pair")
 
@@ -120,8 +123,9 @@ class InstructionMix:
 
 
 def _group(opcode: str) -> Optional[str]:
-    parts = opcode.split(".")
-    family = parts[0]
+    op = opcode_of(opcode)
+    parts = [op.family, *op.parts]
+    family = op.family
     if family not in MEMORY_FAMILIES:
         return None
     if family == "cp" and len(parts) > 1 and parts[1] == "async":
@@ -213,7 +217,7 @@ def instruction_mix(kernel: ir.Kernel) -> InstructionMix:
     by_family: Counter = Counter()
     groups: Counter = Counter()
     for op, n in by_opcode.items():
-        by_family[op.split(".", 1)[0]] += n
+        by_family[opcode_of(op).family] += n
         g = _group(op)
         if g is not None:
             groups[g] += n

@@ -28,7 +28,7 @@ __all__ = ["ArithOps", "SEED_INPLACE", "SETP_SYMBOLS"]
 _register_internal(__file__)
 
 # Families whose integer forms are spelled with the .bN type (and.b32, shl.b32, popc.b32).
-_BITWISE = frozenset({"and", "or", "xor", "not", "cnot", "shl", "popc", "clz", "brev", "bfi"})
+_BITWISE = isa.BITS_SPELLED
 _INT_MODES = {"mul": ("lo", "hi", "wide"), "mad": ("lo", "hi", "wide"), "madc": ("lo", "hi")}
 _FLOAT_MODES = {"div": ("approx", "full"), "sqrt": ("approx",), "rcp": ("approx",),
                 "rsqrt": ("approx",), "ex2": ("approx",), "lg2": ("approx",),

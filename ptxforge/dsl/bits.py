@@ -38,7 +38,7 @@ PRMT_MODES = ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")
 TESTP_CLASSES = isa.OPS["testp"].modifiers
 
 # Families spelled with .b32 whose result keeps the value type of ``a`` (prmt on .u32 -> .u32).
-_SPELL_BITS = frozenset({"prmt", "lop3", "shf", "fns", "bmsk"})
+_SPELL_BITS = isa.BITS_SPELLED
 _CLAMP = (("clamp", "wrap"), "clamp")
 _LOHI = (("lo", "hi"), "lo")
 # family -> (valid mode= values, default); None is "no modifier".

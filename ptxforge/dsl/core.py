@@ -24,6 +24,7 @@ from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import emit
+from ptxforge.ptx.opcodes import Return, opcode_of
 
 from .checks import (
     _check_ident,
@@ -215,7 +216,7 @@ class _Core:
         """Check the target supports ``opcode`` and append the instruction."""
         isa.check_supported(opcode, self.target, op, str(loc) if loc else "")
         guard = self._guard_of(pred, loc)
-        check_owned(self._regs, self.name, op or opcode.split(".")[0],
+        check_owned(self._regs, self.name, op or opcode_of(opcode).family,
                     (*operands, *((guard.register,) if guard else ())), loc)
         inst = ir.Instruction(opcode, tuple(operands), ndefs, guard, loc)
         self._body.append(inst)
@@ -485,7 +486,7 @@ class _Core:
         body = list(self._decls) + list(self._body)
         last = self._body[-1] if self._body else None
         if not (isinstance(last, ir.Instruction) and last.guard is None
-                and last.family in ("ret", "exit", "bra")):
+                and (last.op.has_trait(Return) or last.family == "bra")):
             body.append(ir.Instruction("ret", (), 0, None, None))
         decls = []
         for cls in T.REG_CLASSES:

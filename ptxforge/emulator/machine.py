@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import Barrier, Return, families_with
 
 from . import ops_float, ops_int, ops_mem, ops_tensor, ops_warp
 from .calls import inline_calls
@@ -32,11 +33,11 @@ from .values import UINT, immediate
 
 __all__ = ["Program", "Machine", "param_layout", "SUPPORTED", "MAX_STEPS"]
 
-_CONTROL = ("bra", "ret", "exit", "bar", "barrier", "trap", "call", "brkpt")
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
                          | set(ops_warp.FAMILIES) | set(ops_tensor.FAMILIES)
-                         | {"bra", "ret", "exit", "bar", "barrier"}))
+                         | {"bra"} | set(families_with(Return))
+                         | set(families_with(Barrier))))
 MAX_STEPS = 2_000_000
 _VAR_ALIGN = 16
 
@@ -153,9 +154,9 @@ class Program:
                 if not isinstance(label, ir.LabelRef) or label.name not in self.labels:
                     raise Unsupported(f"branch target {label!r}")
                 return 1, guard, self.labels[label.name]
-            if fam in ("ret", "exit"):
+            if d.has_trait(Return):
                 return 2, guard, None
-            if fam in ("bar", "barrier"):
+            if d.has_trait(Barrier):
                 if d.has("warp"):
                     return 0, guard, lambda m, idx: None
                 if d.has("arrive", "red") or len(inst.operands) > 1:

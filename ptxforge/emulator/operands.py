@@ -21,6 +21,7 @@ import attrs
 import numpy as np
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import Opcode, opcode_of
 from ptxforge.ptx.types import PtxType
 
 from .memory import EmulationError
@@ -33,25 +34,39 @@ class Unsupported(Exception):
     """Raised by a decoder for a form it does not implement (turned into EmulationError)."""
 
 
+_decoded: dict = {}
+
+
 @attrs.frozen(slots=True)
 class Decoded:
-    """An opcode split into ``family``, modifier tokens (``mods``) and type tokens (``types``)."""
+    """An opcode split into ``family``, modifier tokens (``mods``) and types as
+    :class:`~ptxforge.ptx.types.PtxType` values (``types``), over the IR's parsed opcode
+    (:class:`ptxforge.ptx.opcodes.Opcode`, kept as ``op``: the family's row and traits)."""
 
     family: str
     mods: tuple
     types: tuple
+    op: Opcode = attrs.field(eq=False, repr=False)
 
     @classmethod
     def of(cls, opcode: str) -> "Decoded":
-        parts = opcode.split(".")
-        mods, types = [], []
-        for tok in parts[1:]:
-            ty = type_of_token(tok)
-            if ty is not None:
-                types.append(ty)
-            elif "::" not in tok:  # cache hints (L1::evict_last) change nothing here
-                mods.append(tok)
-        return cls(parts[0], tuple(mods), tuple(types))
+        """The decoded form of a dotted opcode (computed once per opcode text)."""
+        d = _decoded.get(opcode)
+        if d is None:
+            op = opcode_of(opcode)
+            mods, types = [], []
+            for tok in op.parts:
+                ty = type_of_token(tok)
+                if ty is not None:
+                    types.append(ty)
+                elif "::" not in tok:  # cache hints (L1::evict_last) change nothing here
+                    mods.append(tok)
+            d = _decoded[opcode] = cls(op.family, tuple(mods), tuple(types), op)
+        return d
+
+    def has_trait(self, trait) -> bool:
+        """Does the opcode's family have ``trait`` (:mod:`ptxforge.ptx.opcodes`)?"""
+        return self.op.has_trait(trait)
 
     def has(self, *names: str) -> bool:
         """True when any of ``names`` is a modifier."""

@@ -27,6 +27,7 @@ from typing import Iterator, Optional, Union
 
 import attrs
 
+from .opcodes import Opcode, opcode_of
 from .types import PtxType, RegClass
 
 __all__ = [
@@ -253,6 +254,7 @@ class Instruction:
     # instruction's family, defs and uses several times each (hoisting loads asks ~3 times per
     # instruction; 4.5 MB of PTX with 840 kernels: 1.2 s of 10.7 profiled went to recomputing).
     _family: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _op: Opcode | None = attrs.field(default=None, init=False, eq=False, repr=False)
     _defs: tuple | None = attrs.field(default=None, init=False, eq=False, repr=False)
     _uses: tuple | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
@@ -264,6 +266,16 @@ class Instruction:
             f = self.opcode.split(".", 1)[0]
             object.__setattr__(self, "_family", f)
         return f
+
+    @property
+    def op(self) -> Opcode:
+        """The parsed opcode (family, modifiers, types, vector width, space and the family's
+        row in :data:`ptxforge.ptx.opcodes.FAMILIES`), interned: computed once per text."""
+        o = self._op
+        if o is None:
+            o = opcode_of(self.opcode)
+            object.__setattr__(self, "_op", o)
+        return o
 
     @property
     def defs(self) -> tuple[Register, ...]:

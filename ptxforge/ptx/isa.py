@@ -27,6 +27,7 @@ from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BuildError, UnsupportedError
 
 from . import types as T
+from .opcodes import FAMILIES, OpInfo
 
 __all__ = [
     "comparisons_for",
@@ -36,6 +37,7 @@ __all__ = [
     "Forbid",
     "OpSpec",
     "OPS",
+    "BITS_SPELLED",
     "ROUNDING_FLOAT",
     "ROUNDING_INT",
     "COMPARISONS",
@@ -104,15 +106,31 @@ def _forbid(*rows: tuple) -> tuple:
 
 @attrs.frozen(slots=True)
 class OpSpec:
-    """One opcode family: operand shape (``d, a, b``), legal value types, modifiers, rules."""
+    """One opcode family as the builder checks it: legal value types, the modifiers the builder
+    writes (a subset of the table's :attr:`ptxforge.ptx.opcodes.OpInfo.modifiers`), rules and
+    forbidden forms; the operand shape comes from the one opcode table."""
 
     family: str
-    shape: str
     types: tuple
     modifiers: tuple = ()
     rules: tuple = ()
     doc: str = ""
     forbids: tuple = ()
+
+    @property
+    def info(self) -> OpInfo:
+        """The family's row in the one opcode table (traits, modifiers, operand shape)."""
+        return FAMILIES[self.family]
+
+    @property
+    def shape(self) -> str:
+        """The operand shape as text (``"d, a, b"``), from :attr:`info`."""
+        return FAMILIES[self.family].shape
+
+    @property
+    def operands(self) -> tuple:
+        """The operand shape as structure (:class:`ptxforge.ptx.opcodes.OperandSlot` rows)."""
+        return FAMILIES[self.family].operands
 
     def allows(self, ty: T.PtxType) -> bool:
         """True if ``ty`` is a legal instruction type of this family."""
@@ -184,94 +202,108 @@ def _half_rules(f16_sm: int, f16_ptx: str, bf16_sm: int, bf16_ptx: str) -> tuple
                   ("bf16", bf16_sm, bf16_ptx), ("bf16x2", bf16_sm, bf16_ptx))
 
 
+# min/max (PTX ISA 9.7.1.12-13, 9.7.3.10-11, 9.7.4.8-9): .ftz on .f32 and .f16/.f16x2; .NaN and
+# .xorsign.abs on .f32 and the half types (sm_80 / PTX 7.0 and sm_86 / PTX 7.2); .relu on
+# .s32 (and .s16x2) only, sm_90 / PTX 8.0.  The same words as the opcode table's min/max row.
+_MINMAX_MODS = ("ftz", "NaN", "xorsign", "abs", "relu")
+_MINMAX_RULES = _half_rules(80, "7.0", 80, "7.0") + _rules(
+    ("NaN", 80, "7.0"), ("xorsign", 86, "7.2"), ("relu", 90, "8.0"))
+_MINMAX_FORBIDS = _forbid(
+    *((f"ftz {t.name}", f".ftz on .{t.name} min/max") for t in _INTS + (T.f64, T.bf16, T.bf16x2)),
+    *((f"{m} {t.name}", f".{m} on .{t.name} min/max") for m in ("NaN", "xorsign", "abs")
+      for t in _INTS + (T.f64,)),
+    *((f"relu {t.name}", f".relu on .{t.name} min/max (only .s32 and .s16x2)")
+      for t in _INTS + _F + _HALF if t is not T.s32))
+
+
 _ROWS = (
     # arithmetic ------------------------------------------------------------------------
-    OpSpec("add", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+    OpSpec("add", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
            _half_rules(53, "4.2", 90, "7.8"), "d = a + b"),
-    OpSpec("sub", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+    OpSpec("sub", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
            _half_rules(53, "4.2", 90, "7.8"), "d = a - b"),
-    OpSpec("mul", "d, a, b", _INTS + _F + _HALF, _RND + ("ftz", "sat", "lo", "hi", "wide"),
+    OpSpec("mul", _INTS + _F + _HALF, _RND + ("ftz", "sat", "lo", "hi", "wide"),
            _half_rules(53, "4.2", 90, "7.8"), "d = a * b (ints: .lo/.hi/.wide)"),
-    OpSpec("mad", "d, a, b, c", _INTS + _F, _RND + ("ftz", "sat", "lo", "hi", "wide", "cc"),
+    OpSpec("mad", _INTS + _F, _RND + ("ftz", "sat", "lo", "hi", "wide", "cc"),
            (), "d = a * b + c"),
-    OpSpec("fma", "d, a, b, c", _F + _HALF, _RND + ("ftz", "sat"),
+    OpSpec("fma", _F + _HALF, _RND + ("ftz", "sat"),
            _half_rules(53, "4.2", 80, "7.0"), "d = a * b + c, one rounding"),
-    OpSpec("div", "d, a, b", _INTS + _F, _RND + ("approx", "full", "ftz"), (), "d = a / b"),
-    OpSpec("rem", "d, a, b", _INTS, (), (), "d = a % b"),
-    OpSpec("abs", "d, a", _SIGNED + _F + _HALF, ("ftz",),
+    OpSpec("div", _INTS + _F, _RND + ("approx", "full", "ftz"), (), "d = a / b"),
+    OpSpec("rem", _INTS, (), (), "d = a % b"),
+    OpSpec("abs", _SIGNED + _F + _HALF, ("ftz",),
            _half_rules(53, "6.5", 80, "7.0"), "d = |a|"),
-    OpSpec("neg", "d, a", _SIGNED + _F + _HALF, ("ftz",),
+    OpSpec("neg", _SIGNED + _F + _HALF, ("ftz",),
            _half_rules(53, "6.0", 80, "7.0"), "d = -a"),
-    OpSpec("min", "d, a, b", _INTS + _F + _HALF, ("ftz",),
-           _half_rules(80, "7.0", 80, "7.0"), "d = min(a, b)"),
-    OpSpec("max", "d, a, b", _INTS + _F + _HALF, ("ftz",),
-           _half_rules(80, "7.0", 80, "7.0"), "d = max(a, b)"),
-    OpSpec("sqrt", "d, a", _F, _RND + ("approx", "ftz"), (), "d = sqrt(a)"),
-    OpSpec("rsqrt", "d, a", _F, ("approx", "ftz"), (), "d = 1/sqrt(a) (approx)"),
-    OpSpec("rcp", "d, a", _F, _RND + ("approx", "ftz"), (), "d = 1/a"),
-    OpSpec("ex2", "d, a", (T.f32, T.f16, T.f16x2), ("approx", "ftz"),
+    OpSpec("min", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = min(a, b)",
+           _MINMAX_FORBIDS),
+    OpSpec("max", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = max(a, b)",
+           _MINMAX_FORBIDS),
+    OpSpec("sqrt", _F, _RND + ("approx", "ftz"), (), "d = sqrt(a)"),
+    OpSpec("rsqrt", _F, ("approx", "ftz"), (), "d = 1/sqrt(a) (approx)"),
+    OpSpec("rcp", _F, _RND + ("approx", "ftz"), (), "d = 1/a"),
+    OpSpec("ex2", (T.f32, T.f16, T.f16x2), ("approx", "ftz"),
            _rules(("f16", 75, "7.0"), ("f16x2", 75, "7.0")), "d = 2**a (approx)"),
-    OpSpec("lg2", "d, a", (T.f32,), ("approx", "ftz"), (), "d = log2(a) (approx)"),
-    OpSpec("sin", "d, a", (T.f32,), ("approx", "ftz"), (), "d = sin(a) (approx)"),
-    OpSpec("cos", "d, a", (T.f32,), ("approx", "ftz"), (), "d = cos(a) (approx)"),
+    OpSpec("lg2", (T.f32,), ("approx", "ftz"), (), "d = log2(a) (approx)"),
+    OpSpec("sin", (T.f32,), ("approx", "ftz"), (), "d = sin(a) (approx)"),
+    OpSpec("cos", (T.f32,), ("approx", "ftz"), (), "d = cos(a) (approx)"),
     # extended-precision carry chains ----------------------------------------------------
-    OpSpec("addc", "d, a, b", _CARRY, ("cc",), (), "d = a + b + CC.CF"),
-    OpSpec("subc", "d, a, b", _CARRY, ("cc",), (), "d = a - (b + CC.CF)"),
-    OpSpec("madc", "d, a, b, c", _CARRY, ("lo", "hi", "cc"), (), "d = a * b + c + CC.CF"),
+    OpSpec("addc", _CARRY, ("cc",), (), "d = a + b + CC.CF"),
+    OpSpec("subc", _CARRY, ("cc",), (), "d = a - (b + CC.CF)"),
+    OpSpec("madc", _CARRY, ("lo", "hi", "cc"), (), "d = a * b + c + CC.CF"),
     # logic and bits -------------------------------------------------------------------
-    OpSpec("and", "d, a, b", _LOGIC, (), (), "d = a & b"),
-    OpSpec("or", "d, a, b", _LOGIC, (), (), "d = a | b"),
-    OpSpec("xor", "d, a, b", _LOGIC, (), (), "d = a ^ b"),
-    OpSpec("not", "d, a", _LOGIC, (), (), "d = ~a"),
-    OpSpec("cnot", "d, a", _BITS, (), (), "d = (a == 0)"),
-    OpSpec("shl", "d, a, u32", _BITS, (), (), "d = a << b"),
-    OpSpec("shr", "d, a, u32", _BITS + _INTS, (), (), "d = a >> b (.s: arithmetic)"),
-    OpSpec("popc", "u32, a", (T.b32, T.b64), (), (), "d = population count"),
-    OpSpec("clz", "u32, a", (T.b32, T.b64), (), (), "d = count leading zeros"),
-    OpSpec("brev", "d, a", (T.b32, T.b64), (), (), "d = bit reverse"),
-    OpSpec("bfe", "d, a, u32, u32", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
-    OpSpec("bfi", "d, a, b, u32, u32", (T.b32, T.b64), (), (), "d = insert a into b"),
+    OpSpec("and", _LOGIC, (), (), "d = a & b"),
+    OpSpec("or", _LOGIC, (), (), "d = a | b"),
+    OpSpec("xor", _LOGIC, (), (), "d = a ^ b"),
+    OpSpec("not", _LOGIC, (), (), "d = ~a"),
+    OpSpec("cnot", _BITS, (), (), "d = (a == 0)"),
+    OpSpec("shl", _BITS, (), (), "d = a << b"),
+    OpSpec("shr", _BITS + _INTS, (), (), "d = a >> b (.s: arithmetic)"),
+    OpSpec("popc", (T.b32, T.b64), (), (), "d = population count"),
+    OpSpec("clz", (T.b32, T.b64), (), (), "d = count leading zeros"),
+    OpSpec("brev", (T.b32, T.b64), (), (), "d = bit reverse"),
+    OpSpec("bfe", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
+    OpSpec("bfi", (T.b32, T.b64), (), (), "d = insert a into b"),
     # bit twiddling, byte permutes and small dot products (dsl/bits.py) ------------------
     # Operand kinds: n = a shift/width amount (u32; immediates 0..32 with .clamp, 0..31 with
     # .wrap); sel = prmt's selector; lut = lop3's 8-bit table (immediate only); base = fns's
     # start bit (u32, immediates 0..31).  The minimums that matter for a target ptxforge knows
     # (lop3, dp4a/dp2a, fns, szext, bmsk) were checked with ptxas at the version below
     # (rejected) and at the one listed (accepted).
-    OpSpec("prmt", "d, a, b, sel", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
+    OpSpec("prmt", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
            _rules(("", 20, "2.0")), "d = bytes of the 64-bit {b, a} chosen by selector c"),
-    OpSpec("lop3", "d, a, b, c, lut", (T.b32,), (), _rules(("", 50, "4.3")),
+    OpSpec("lop3", (T.b32,), (), _rules(("", 50, "4.3")),
            "d = F(a, b, c) bitwise, F given by an 8-bit truth table"),
-    OpSpec("shf", "d, a, b, n", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
+    OpSpec("shf", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
            "funnel shift of the 64-bit {b, a}: .l keeps the high word, .r the low word"),
-    OpSpec("dp4a", "d, a, b, c", _I32, (), _rules(("", 61, "5.0")),
+    OpSpec("dp4a", _I32, (), _rules(("", 61, "5.0")),
            "d = c + four byte products of a and b (types .atype.btype)"),
-    OpSpec("dp2a", "d, a, b, c", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
+    OpSpec("dp2a", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
            "d = c + two 16x8-bit products (a's halves, b's low or high bytes)"),
-    OpSpec("sad", "d, a, b, c", _INTS, (), (), "d = c + |a - b|"),
-    OpSpec("bfind", "u32, a", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
+    OpSpec("sad", _INTS, (), (), "d = c + |a - b|"),
+    OpSpec("bfind", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
            "d = position of the most significant non-sign bit (0xffffffff if none)"),
-    OpSpec("fns", "u32, a, base, s32", (T.b32,), (), _rules(("", 30, "6.0")),
+    OpSpec("fns", (T.b32,), (), _rules(("", 30, "6.0")),
            "d = position of the n-th set bit of a from bit base (0xffffffff if none)"),
-    OpSpec("mul24", "d, a, b", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
-    OpSpec("mad24", "d, a, b, c", _I32, ("lo", "hi", "sat"), (),
+    OpSpec("mul24", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
+    OpSpec("mad24", _I32, ("lo", "hi", "sat"), (),
            "d = 24x24-bit product (low or high 32 bits) + c",
            _forbid(("lo sat", ".sat on mad24.lo (only mad24.hi.sat.s32 exists)"),
                    ("sat u32", ".sat on .u32 mad24 (only mad24.hi.sat.s32 exists)"))),
-    OpSpec("szext", "d, a, n", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
+    OpSpec("szext", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
            "d = the low n bits of a, sign- (.s32) or zero-extended (.u32)"),
-    OpSpec("bmsk", "b32, n, n", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
+    OpSpec("bmsk", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
            "d = a mask of b ones starting at bit a"),
-    OpSpec("copysign", "d, a, b", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
-    OpSpec("testp", "pred, a", _F, ("finite", "infinite", "number", "notanumber", "normal",
+    OpSpec("copysign", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
+    OpSpec("testp", _F, ("finite", "infinite", "number", "notanumber", "normal",
                                     "subnormal"),
            _rules(("", 20, "2.0")), "p = a is finite/infinite/a number/NaN/normal/subnormal"),
     # moves, selection, comparison, conversion -------------------------------------------
-    OpSpec("mov", "d, a", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
-    OpSpec("selp", "d, a, b, pred", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
-    OpSpec("setp", "pred, a, b", _BITS + _INTS + _F + (T.f16, T.bf16),
+    OpSpec("mov", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
+    OpSpec("selp", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
+    OpSpec("setp", _BITS + _INTS + _F + (T.f16, T.bf16),
            COMPARISONS + ("and", "or", "xor", "ftz"),
            _rules(("f16", 53, "4.2"), ("bf16", 90, "7.8")), "p = a cmp b"),
-    OpSpec("cvt", "d, a", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
+    OpSpec("cvt", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
            _rules(("bf16 f32", 80, "7.0"), ("f32 bf16", 80, "7.1"), ("bf16x2 f32", 80, "7.0"),
                   ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 bf16", 90, "7.8"), ("bf16 f16", 90, "7.8"),
                   ("f16 bf16", 90, "7.8"), ("bf16 u8", 90, "7.8"), ("bf16 s8", 90, "7.8"),
@@ -286,16 +318,16 @@ _ROWS = (
                    *((pair, "conversions between .bf16 and 8-bit integers (convert through "
                       "a 16-bit integer)")
                      for pair in ("bf16 u8", "bf16 s8", "u8 bf16", "s8 bf16")))),
-    OpSpec("cvta", "d, a", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
+    OpSpec("cvta", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
            "generic <-> state-space address"),
     # memory -----------------------------------------------------------------------------
-    OpSpec("ld", "d, [a]", _STORE, ("param", "global", "shared", "local", "const", "v2", "v4",
+    OpSpec("ld", _STORE, ("param", "global", "shared", "local", "const", "v2", "v4",
                                     "volatile", "nc"),
            _rules(("b128", 70, "8.3")), "d = *a"),
-    OpSpec("st", "[a], b", _STORE, ("param", "global", "shared", "local", "v2", "v4",
+    OpSpec("st", _STORE, ("param", "global", "shared", "local", "v2", "v4",
                                     "volatile"),
            _rules(("b128", 70, "8.3")), "*a = b"),
-    OpSpec("atom", "d, [a], b", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+    OpSpec("atom", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
                                  T.f16, T.f16x2, T.bf16, T.bf16x2),
            ("global", "shared", "add", "min", "max", "inc", "dec", "exch", "cas", "and", "or",
             "xor", "noftz", "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys"),
@@ -303,7 +335,7 @@ _ROWS = (
                   ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
                   ("acquire", 70, "6.0"), ("release", 70, "6.0"), ("acq_rel", 70, "6.0")),
            "d = *a; *a = op(*a, b)"),
-    OpSpec("red", "[a], b", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+    OpSpec("red", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
                              T.f16, T.f16x2, T.bf16, T.bf16x2),
            ("global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "noftz",
             "relaxed", "release", "cta", "gpu", "sys"),
@@ -312,21 +344,21 @@ _ROWS = (
                   ("release", 70, "6.0")),
            "*a = op(*a, b)"),
     # synchronisation and warp-level -----------------------------------------------------
-    OpSpec("bar", "[id[, count]]", (), ("sync", "arrive", "red")),
-    OpSpec("membar", "", (), ("cta", "gl", "sys")),
-    OpSpec("fence", "", (), ("sc", "acq_rel", "cta", "gpu", "sys"), _rules(("", 70, "6.0"))),
-    OpSpec("shfl", "d[|p], a, b, c, mask", (T.b32,), ("sync", "up", "down", "bfly", "idx"),
+    OpSpec("bar", (), ("sync", "arrive", "red")),
+    OpSpec("membar", (), ("cta", "gl", "sys")),
+    OpSpec("fence", (), ("sc", "acq_rel", "cta", "gpu", "sys"), _rules(("", 70, "6.0"))),
+    OpSpec("shfl", (T.b32,), ("sync", "up", "down", "bfly", "idx"),
            _rules(("sync", 30, "6.0"))),
-    OpSpec("vote", "d, p, mask", (T.pred, T.b32), ("sync", "all", "any", "uni", "ballot"),
+    OpSpec("vote", (T.pred, T.b32), ("sync", "all", "any", "uni", "ballot"),
            _rules(("sync", 30, "6.0"))),
-    OpSpec("activemask", "d", (T.b32,), (), _rules(("", 30, "6.2"))),
-    OpSpec("redux", "d, a, mask", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
+    OpSpec("activemask", (T.b32,), (), _rules(("", 30, "6.2"))),
+    OpSpec("redux", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
                                                           "or", "xor"),
            _rules(("", 80, "7.0"))),
     # tensor cores and asynchronous copies (dsl/tensor.py) -------------------------------
     # Minimums checked with ptxas 13.5 (sm_72: the CUDA 12.9 ptxas) at the target below
     # (refused: "Feature '.m16n8k16' requires .target sm_80 or higher") and the one listed.
-    OpSpec("mma", "{d}, {a}, {b}, {c}", (T.f16, T.bf16, T.f32, T.f64, T.s8, T.u8, T.s32),
+    OpSpec("mma", (T.f16, T.bf16, T.f32, T.f64, T.s8, T.u8, T.s32),
            ("sync", "aligned", "m16n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k4",
             "m8n8k16", "row", "col", "satfinite", "tf32"),
            _rules(("m8n8k4", 70, "6.4"), ("m8n8k4 f64", 80, "7.0"), ("m8n8k16", 75, "6.5"),
@@ -334,36 +366,42 @@ _ROWS = (
                   ("m16n8k8 tf32", 80, "7.0"), ("m16n8k4", 80, "7.0"), ("m16n8k16", 80, "7.0"),
                   ("m16n8k32", 80, "7.0")),
            "D = A * B + C on one warp's fragments (types .dtype.atype.btype.ctype)"),
-    OpSpec("ldmatrix", "{d}, [a]", (T.b16,),
+    OpSpec("ldmatrix", (T.b16,),
            ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
            _rules(("", 75, "6.5")), "load 1, 2 or 4 8x8 b16 matrices from shared memory"),
-    OpSpec("stmatrix", "[a], {b}", (T.b16,),
+    OpSpec("stmatrix", (T.b16,),
            ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
            _rules(("", 90, "7.8")), "store 1, 2 or 4 8x8 b16 matrices to shared memory"),
-    OpSpec("cp", "[d], [a], size[, [mbar]] | n", (),
+    OpSpec("cp", (),
            ("async", "ca", "cg", "shared", "global", "shared::cta", "shared::cluster",
             "commit_group", "wait_group", "wait_all", "bulk", "bulk_group",
             "mbarrier::complete_tx::bytes"),
            _rules(("async", 80, "7.0"), ("async bulk", 90, "8.0")),
            "asynchronous global -> shared copies and their commit / wait groups"),
-    OpSpec("wgmma", "{d}, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a, "
-           "imm-trans-b] | n", (T.f16, T.bf16, T.f32, T.s32, T.s8, T.u8),
+    OpSpec("wgmma", (T.f16, T.bf16, T.f32, T.s32, T.s8, T.u8),
            ("mma_async", "sync", "aligned", "fence", "commit_group", "wait_group", "tf32")
            + tuple(f"m64n{n}k{k}" for k in (8, 16, 32) for n in range(8, 257, 8)),
            (_arch_rule("", "8.0", ("sm_90a",)),),
            "warpgroup D = A * B (+ D) from shared-memory descriptors, asynchronous"),
-    OpSpec("setmaxnreg", "n", (T.u32,), ("inc", "dec", "sync", "aligned"),
+    OpSpec("setmaxnreg", (T.u32,), ("inc", "dec", "sync", "aligned"),
            (_arch_rule("", "8.0", _variants_from(90)),),
            "raise or lower this warp's register budget to n (a multiple of 8 in [24, 256])"),
     # control flow ---------------------------------------------------------------------
-    OpSpec("bra", "label", (), ("uni",)),
-    OpSpec("call", "(ret), func, (args)", (), ("uni",)),
-    OpSpec("ret", "", (), ("uni",)),
-    OpSpec("exit", "", ()),
+    OpSpec("bra", (), ("uni",)),
+    OpSpec("call", (), ("uni",)),
+    OpSpec("ret", (), ("uni",)),
+    OpSpec("exit", ()),
 )
 
 #: The opcode table, keyed by family name.
 OPS: dict[str, OpSpec] = {row.family: row for row in _ROWS}
+
+#: Value-computing families whose every legal type is a bit-size type (``and.b32``,
+#: ``shl.b64``, ``prmt.b32``; no memory, warp or control trait): the builder spells their
+#: integer forms with the ``.bN`` type of the value's width.
+BITS_SPELLED = frozenset(name for name, spec in OPS.items()
+                         if spec.types and not FAMILIES[name].traits
+                         and all(t.is_bits or t.is_pred for t in spec.types))
 
 _TYPE_NAMES = frozenset(t.name for t in T.ALL_TYPES)
 

@@ -17,6 +17,7 @@ import re
 from typing import Optional
 
 from ptxforge.errors import ParseError
+from .opcodes import WritesNoRegister, families_with, opcode_of
 
 __all__ = [
     "Tokens",
@@ -136,34 +137,17 @@ def special_register_type(name: str) -> str:
 
 
 # -- opcode and directive tables ----------------------------------------------------------
-# Families whose instructions write no register: every operand is a use.  (An address in
-# first position is never a def anyway; these are the ones whose first operand is a value.)
-# Every other opcode defines its first operand; ir.reads_destination says which of those
-# also read it (wgmma.mma_async's accumulator).
-NO_DEF_FAMILIES: frozenset[str] = frozenset({
-    "st", "st.async", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "membar", "fence",
-    "prefetch", "prefetchu", "trap", "brkpt", "nanosleep", "pmevent", "call", "sust", "sured",
-    "stmatrix", "discard", "applypriority", "griddepcontrol", "setmaxnreg", "wgmma",
-    "multimem", "cp", "tensormap", "mbarrier", "tcgen05", "wmma", "stackrestore",
-})
-# Families listed above that nevertheless define a register for some sub-opcodes.
-_DEF_EXCEPTIONS = ("wgmma.mma_async", "mbarrier.arrive", "mbarrier.test_wait",
-                   "mbarrier.try_wait", "mbarrier.pending_count", "wmma.load", "wmma.mma",
-                   "tcgen05.ld", "multimem.ld_reduce", "tcgen05.alloc")
+# Families whose instructions write no register (every operand is a use) carry the
+# WritesNoRegister trait in the one opcode table, with the sub-opcodes that do write one
+# (mbarrier.try_wait, wgmma.mma_async, bar.red ...).  Every other opcode defines its first
+# operand; ir.reads_destination says which of those also read it (wgmma.mma_async).
+NO_DEF_FAMILIES: frozenset[str] = frozenset(families_with(WritesNoRegister))
 NO_DEF_OPCODES = NO_DEF_FAMILIES  # alias kept for readers looking for "opcodes"
 
 
 def is_no_def(opcode: str) -> bool:
-    """True when ``opcode`` writes no register operand."""
-    dot = opcode.find(".")
-    family = opcode if dot < 0 else opcode[:dot]
-    if family not in NO_DEF_FAMILIES:
-        return False
-    if family in ("wgmma", "mbarrier", "wmma", "tcgen05", "multimem"):
-        return not opcode.startswith(_DEF_EXCEPTIONS)
-    if family in ("bar", "barrier"):  # bar{.cta}.red / barrier{.cta}.red write d (or p)
-        return "red" not in opcode.split(".")
-    return True
+    """True when ``opcode`` writes no register operand (``st.global.f32``, ``bra``)."""
+    return opcode_of(opcode).no_def
 
 
 PERF_DIRECTIVES: frozenset[str] = frozenset({

@@ -30,14 +30,17 @@ from collections import Counter
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import FAMILIES, Barrier, Call, Terminator, WarpCollective
 
 __all__ = ["MAX_BODY", "if_convert"]
 
 #: The longest body (instructions) that is predicated instead of branched over (chosen on
 #: the training split: 0, 4, 8, 16 and 32 were tried; docs/prediction.md).
 MAX_BODY = 8
-_STOP = frozenset({"bra", "brx", "ret", "exit", "trap", "call", "bar", "barrier", "vote",
-                   "shfl", "match", "redux", "activemask", "elect"})
+#: What ends a predicable body: terminators, calls, barriers and warp collectives (predicating
+#: one changes which lanes take part).
+_STOP = frozenset(name for name, row in FAMILIES.items()
+                  if any(row.has(t) for t in (Terminator, Call, Barrier, WarpCollective)))
 
 
 def _target(inst: ir.Instruction) -> str | None:

@@ -45,6 +45,8 @@ from typing import NamedTuple
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import (SPACES, Barrier, OrdersMemory, Terminator,
+                                    WarpCollective, families_with, opcode_of)
 
 from ..liveness import analyze_liveness
 
@@ -54,16 +56,11 @@ __all__ = ["LATENCY", "ORDER_LATENCY", "Schedule", "list_schedule"]
 LATENCY = {"global": 200, "shared": 30, "sfu": 20, "f64": 10, "alu": 5}
 #: The latency of an edge that only orders two instructions (no value flows).
 ORDER_LATENCY = 1
-_LOADS = frozenset({"ld", "ldu", "tex", "tld4", "ldmatrix", "suld"})
-_TERMINATORS = frozenset({"bra", "ret", "exit", "trap", "brx"})
-_SFU = frozenset({"ex2", "lg2", "sin", "cos", "rsqrt", "rcp", "sqrt", "div", "rem", "tanh"})
-
-
-_SPACES = ("global", "shared", "local", "const", "param", "tex")
-_COLLECTIVES = frozenset({"vote", "shfl", "match", "redux", "activemask", "elect", "bar",
-                          "barrier"})
-_EVERYTHING = frozenset({"bar", "barrier", "membar", "fence", "call", "mbarrier", "wgmma",
-                         "griddepcontrol", "cp", "trap"})
+# The opcode facts the scheduler needs, from the one opcode table (ptxforge.ptx.opcodes).
+_TERMINATORS = frozenset(families_with(Terminator))
+_COLLECTIVES = frozenset(families_with(WarpCollective) + families_with(Barrier))
+#: Orders every memory operation: barriers, fences, calls, async copies, mbarriers, trap ...
+_EVERYTHING = frozenset(families_with(OrdersMemory))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -71,26 +68,26 @@ def _kind(op: str):
     """``"all"`` (orders every memory operation: barriers, fences, calls, volatile and
     acquire accesses, the terminator), ``(op, spaces)`` for a memory read or write (a generic
     address may be any space), or None."""
-    fam = op.split(".", 1)[0]
+    parsed = opcode_of(op)
+    fam = parsed.family
     if fam in _EVERYTHING or fam in _TERMINATORS or ".volatile" in op or ".acquire" in op \
             or ".release" in op:
         return "all"
-    if fam in _LOADS or fam in ("st", "atom", "red", "stmatrix", "sust", "prefetch"):
-        spaces = tuple(sp for sp in _SPACES if f".{sp}" in op) or _SPACES
-        if fam in ("tex", "tld4", "suld", "sust"):
-            spaces = ("tex",) if fam != "sust" else ("tex", "global")
-        return ("read" if fam in _LOADS or fam == "prefetch" else "write", spaces)
+    mem = parsed.info.memory if parsed.info is not None else None
+    if mem is not None and (mem.reads or mem.writes):
+        spaces = mem.spaces or tuple(sp for sp in SPACES if f".{sp}" in op) or SPACES
+        return ("read" if mem.reads else "write", spaces)
     return None
 
 
 @functools.lru_cache(maxsize=4096)
 def _latency_of(op: str) -> int:
-    fam = op.split(".", 1)[0]
-    if fam in _LOADS:
-        if ".shared" in op or fam == "ldmatrix":
+    row = opcode_of(op).info
+    if row is not None and row.memory is not None and row.memory.direction == "load":
+        if ".shared" in op or row.memory.shared_only:
             return LATENCY["shared"]
         return LATENCY["global"] if ".param" not in op else LATENCY["alu"]
-    if fam in _SFU:
+    if row is not None and row.latency == "sfu":
         return LATENCY["sfu"]
     if op.endswith(".f64"):
         return LATENCY["f64"]
@@ -100,7 +97,7 @@ def _latency_of(op: str) -> int:
 @functools.lru_cache(maxsize=4096)
 def _facts(op: str) -> tuple:
     """(latency, memory kind, warp-collective, terminator) of an opcode."""
-    fam = op.split(".", 1)[0]
+    fam = opcode_of(op).family
     return _latency_of(op), _kind(op), fam in _COLLECTIVES, fam in _TERMINATORS
 
 

@@ -46,6 +46,7 @@ from collections import Counter
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import FAMILIES
 
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
@@ -56,8 +57,9 @@ _NO_REGISTERS = frozenset({ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, 
 #: (``IMAD.WIDE.U32``, ``IADD3.X ... RZ``), so the 64-bit value needs no register pair.
 _WIDENING = (".u64.u32", ".s64.s32", ".s64.u32", ".u64.s32")
 #: Opcode families whose operands may be an address that a constant offset folds into.
-_MEMORY = frozenset({"ld", "st", "atom", "red", "prefetch", "ldu", "cp", "ldmatrix",
-                     "stmatrix", "wmma"})
+#: (Every family with a memory access through an address, textures and surfaces excepted.)
+_MEMORY = frozenset(name for name, row in FAMILIES.items()
+                    if row.memory is not None and not row.memory.texture)
 
 
 @attrs.frozen(slots=True)
