@@ -38,7 +38,7 @@ from ptxforge.ptx.emit import emit
 from .arith import SEED_INPLACE, ArithOps
 from .async_copy import AsyncCopyOps
 from .bits import BitOps, lop3_lut
-from .core import Array, ParamRef, Value, _assemble, _Core, _register_internal, _where, caller_loc
+from .core import Array, ParamRef, Value, _assemble, _register_internal, _where, caller_loc
 from .flow import FlowOps
 from .memory import MemoryOps
 from .tensor import Fragment, TensorOps
@@ -59,9 +59,13 @@ __all__ = [
 _register_internal(__file__)
 
 
-class KernelBuilder(ArithOps, BitOps, MemoryOps, WarpOps, TensorOps, AsyncCopyOps, FlowOps,
-                    _Core):
+class KernelBuilder(TensorOps, AsyncCopyOps, WarpOps, MemoryOps, ArithOps, BitOps, FlowOps):
     """Build one ``.entry`` kernel (or, from :meth:`ModuleBuilder.func`, a ``.func``).
+
+    The op families all derive from :class:`~ptxforge.dsl.core._Core`, which declares the
+    builder's state and primitives; families that use another family's ops derive from it
+    (memory, warp on arith; tensor, async copy on memory), so the bases run from the most
+    derived family down.
 
     Example::
 
