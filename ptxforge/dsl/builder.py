@@ -38,7 +38,7 @@ from ptxforge.ptx.emit import emit
 from .arith import SEED_INPLACE, ArithOps
 from .async_copy import AsyncCopyOps
 from .bits import BitOps, lop3_lut
-from .core import Array, ParamRef, Value, _assemble, _register_internal, _where, caller_loc
+from .core import Array, ParamRef, Value, _assemble, _Core, _register_internal, _where, caller_loc
 from .flow import FlowOps
 from .memory import MemoryOps
 from .tensor import Fragment, TensorOps
@@ -94,7 +94,7 @@ class ModuleBuilder:
 
     def __init__(self, target: str = "sm_80") -> None:
         self.target = as_target(target).name
-        self._builders: list = []
+        self._builders: list[KernelBuilder] = []
 
     def _add(self, builder: KernelBuilder) -> KernelBuilder:
         """Register a function, refusing duplicate names."""
@@ -135,7 +135,7 @@ class ModuleBuilder:
 
     def build(self) -> ir.Module:
         """The module: device functions first (so calls see them), then kernels, in order."""
-        ordered: list = []
+        ordered: list[_Core] = []
         for b in [b for b in self._builders if not b.is_entry] + [b for b in self._builders if b.is_entry]:
             for dep in b._closure():
                 if dep not in ordered:

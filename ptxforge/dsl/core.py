@@ -548,9 +548,9 @@ class _Core:
             directives=tuple(self._directives.items()),
         )
 
-    def _closure(self) -> list:
+    def _closure(self) -> list[_Core]:
         """This function and every function it calls, callees first, each once."""
-        order: list = []
+        order: list[_Core] = []
         seen: set = set()
 
         def visit(fb: "_Core") -> None:
@@ -576,10 +576,10 @@ class _Core:
         return emit(self.build(), line_info=line_info)
 
 
-def _assemble(target: str, builders: list) -> ir.Module:
+def _assemble(target: str, builders: list[_Core]) -> ir.Module:
     """Build each function and wrap them in a module with the lowest sufficient .version."""
     kernels = [b.build_kernel() for b in builders]
-    globals_: dict = {}
+    globals_: dict[str, ir.VarDecl] = {}
     for b in builders:
         for decl in b._globals:
             prev = globals_.get(decl.name)

@@ -1,7 +1,8 @@
 """The package type-checks clean: ``python -m mypy`` (pyproject.toml's settings) finds nothing.
 
-``[tool.mypy]`` names the package and turns on ``check_untyped_defs``.  This is how the type checker runs in CI (``.ci/run`` runs the test suite).  Skipped, with the
-reason, only where mypy is not installed (it is in the ``test`` extra).
+``[tool.mypy]`` names the package and turns on ``check_untyped_defs``.  This is how the type
+checker runs in CI (``.ci/run`` runs the test suite).  Skipped, with the reason, only where
+mypy is not installed (it is in the ``test`` extra).
 """
 
 from __future__ import annotations
