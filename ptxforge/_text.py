@@ -122,6 +122,7 @@ def short_loc(loc: str | None, width: int = 48) -> str:
     if len(loc) <= width:
         return loc
     m = _LOC.match(loc)
+    assert m is not None  # every part of the pattern is optional: it matches any text
     path, line, rest = m.group("path"), m.group("line") or "", m.group("rest") or ""
     if rest:
         rest = " (" + clip(rest[2:-1], max(24, width // 2)) + ")"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 __all__ = [
     "PtxforgeError",
     "PtxTypeError",
@@ -77,6 +79,9 @@ class BackendUnavailableError(PtxforgeError):
 
 class DeviceError(PtxforgeError):
     """No GPU or CUDA driver is available, or the driver reported an error."""
+
+    #: The driver's error name (``"CUDA_ERROR_INVALID_PTX"``) when the driver reported one.
+    cuda_error: Optional[str] = None
 
 
 class LaunchError(PtxforgeError, ValueError):

@@ -349,12 +349,12 @@ def _natural_loops(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> tuple[Loop
         return a in pre and b in pre and pre[a] <= pre[b] and post[b] <= post[a]
 
     back: dict[int, list[int]] = {}
-    for b in blocks:
-        if b.index not in pre:
+    for blk in blocks:
+        if blk.index not in pre:
             continue  # unreachable
-        for s in b.successors:
-            if dominates(s, b.index):
-                back.setdefault(s, []).append(b.index)
+        for s in blk.successors:
+            if dominates(s, blk.index):
+                back.setdefault(s, []).append(blk.index)
     found = []
     for header in sorted(back):
         body = {header}
@@ -368,7 +368,7 @@ def _natural_loops(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> tuple[Loop
                     work.append(p)
         found.append((header, tuple(sorted(body)), tuple((u, header) for u in sorted(back[header]))))
     # Nesting: the parent is the smallest other loop whose blocks contain this loop's blocks.
-    loops = []
+    loops: list[Loop] = []
     sets = [set(blks) for _, blks, _ in found]
     parents: list[Optional[int]] = []
     for i, (header, blks, _) in enumerate(found):
@@ -379,9 +379,9 @@ def _natural_loops(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> tuple[Loop
                     best = j
         parents.append(best)
     for i, (header, blks, edges) in enumerate(found):
-        depth, p = 1, parents[i]
-        while p is not None:
+        depth, up = 1, parents[i]
+        while up is not None:
             depth += 1
-            p = parents[p]
+            up = parents[up]
         loops.append(Loop(header, blks, edges, parents[i], depth))
     return tuple(loops)

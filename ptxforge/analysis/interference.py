@@ -103,7 +103,8 @@ class InterferenceGraph:
     graph: nx.Graph = attrs.field(repr=False, eq=False)
     scopes: tuple[ClassScope, ...]
     max_edges: int
-    peak_cliques: dict = attrs.field(repr=False, eq=False)  # class -> names live at its peak
+    # class -> names live at its peak
+    peak_cliques: dict[str, tuple[str, ...]] = attrs.field(repr=False, eq=False)
 
     @property
     def truncated(self) -> bool:

@@ -195,7 +195,8 @@ def virtual_registers(kernel: ir.Kernel) -> dict:
                 for r in ir.registers_in(operand):
                     seen[r.name] = r.type.name
         if inst.guard is not None:
-            seen[inst.guard.register.name] = inst.guard.register.type.name
+            g = inst.guard.register  # a Register (a lenient parse's SpecialReg has a type too)
+            seen[g.name] = g.type.name if g.type is not None else "?"
     return _sorted_counts(Counter(seen.values()))
 
 

@@ -426,11 +426,12 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
 
     loop_info = []
     for lp in cfg.loops:
-        best, where = 0, None
+        best = 0
+        where: Optional[int] = None
         for bidx in lp.blocks:
             blk = cfg.blocks[bidx]
             m, i = _first_max(gen_at, blk.start, blk.end)
-            if where is None or m > best or (m == best and i < where):
+            if i is not None and (where is None or m > best or (m == best and i < where)):
                 best, where = m, i
         loop_info.append((lp, best, where))
 
@@ -444,7 +445,9 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
     pred_pos = CLASS_NAMES.index("pred")
     general = {i: tuple(r for r in s if lv.reg_class[r] != pred_pos) for i, s in sets.items()}
     preds = {i: tuple(r for r in s if lv.reg_class[r] == pred_pos) for i, s in sets.items()}
-    need = set(general.get(peak_idx, ())) | set(preds.get(ppeak_idx, ()))
+    peak_regs = general.get(peak_idx, ()) if peak_idx is not None else ()
+    ppeak_regs = preds.get(ppeak_idx, ()) if ppeak_idx is not None else ()
+    need = set(peak_regs) | set(ppeak_regs)
     for _, _, w in loop_info:
         if w is not None:
             need.update(general[w])
@@ -459,8 +462,8 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
         text = bld.text(idx) if idx is not None else None
         return Peak(units, idx, all_idx, text, ordered, vals, _source_groups(vals))
 
-    peak = make_peak(peak_units, peak_idx, peak_all, general.get(peak_idx, ()))
-    pred_peak = make_peak(ppeak, ppeak_idx, ppeak_all, preds.get(ppeak_idx, ()))
+    peak = make_peak(peak_units, peak_idx, peak_all, peak_regs)
+    pred_peak = make_peak(ppeak, ppeak_idx, ppeak_all, ppeak_regs)
 
     loops = []
     for lp, best, where in loop_info:

@@ -86,7 +86,7 @@ def render_text(report: "PressureReport", *, top: int = 20, width: int = 72) -> 
     if p.by_source:
         lines.append("")
         lines.append("live at the peak by source line:")
-        rows = []
+        rows: list[tuple] = []
         for g in p.by_source[:top]:
             where = g.loc + (f" ({g.function})" if g.function else "")
             rows.append((g.units, g.count, where, _clip(", ".join(g.names), 40)))
@@ -109,12 +109,13 @@ def render_text(report: "PressureReport", *, top: int = 20, width: int = 72) -> 
         lines.extend(_table(("block", "instructions", "live-in", "live-out", "peak", "at", "pred regs"),
                             rows, {2, 3, 4, 5, 6}))
     if r.graph is not None:
-        g = r.graph
+        graph = r.graph
         lines.append("")
-        lines.append(f"interference graph: {g['nodes']:,} nodes, {g['edges']:,} edges "
-                     f"(budget {g['max_edges']:,}{', truncated' if g['truncated'] else ''})")
+        truncated = ", truncated" if graph["truncated"] else ""
+        lines.append(f"interference graph: {graph['nodes']:,} nodes, {graph['edges']:,} edges "
+                     f"(budget {graph['max_edges']:,}{truncated})")
         rows = []
-        for c in g["classes"]:
+        for c in graph["classes"]:
             if not c["nodes"] and c["scope"] == "full":
                 continue
             win = f" {c['window'][0]}..{c['window'][1]}" if c["window"] else ""

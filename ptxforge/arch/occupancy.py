@@ -96,7 +96,7 @@ class Occupancy:
     active_warps: int
     max_warps: int
     occupancy: float                # active warps / max warps per SM
-    limiting: tuple                 # names of the resources that bind, e.g. ("registers",)
+    limiting: tuple[str, ...]       # names of the resources that bind, e.g. ("registers",)
     limits: dict = attrs.field(eq=False)
     allocated_registers_per_block: int = 0
     allocated_shared_per_block: int = 0
@@ -163,16 +163,14 @@ def _limits(p: ArchProps, regs: int, block: int, static_smem: int, dyn_smem: int
     per_block_limit = p.shared_per_block_optin if smem_max_use > p.shared_per_block \
         else p.shared_per_block
     per_block_limit += p.reserved_shared_per_block
-    if carveout is None:
-        preferred = p.shared_per_sm
-    else:
-        preferred = carveout * p.shared_per_sm // 100
-    preferred = _smem_carveout(p, preferred)
+    wanted = p.shared_per_sm if carveout is None else carveout * p.shared_per_sm // 100
+    preferred = _smem_carveout(p, wanted)
     if preferred is None:  # pragma: no cover - the table's own sizes always fit
         raise PtxforgeError(f"occupancy: carveout {carveout}% is not supported on {p.cc}")
     if dyn_smem > max_dyn or smem_alloc > per_block_limit:
         lim_smem = 0
     else:
+        smem_sm: Optional[int]
         if preferred >= smem_alloc:
             smem_sm = preferred
         else:

@@ -46,7 +46,7 @@ class ArchProps:
     shared_per_block_optin: int
     reserved_shared_per_block: int  # 1 KB on 8.0+
     max_blocks_per_sm: int
-    carveouts_kb: tuple             # supported shared-memory carveouts, KB
+    carveouts_kb: tuple[int, ...]   # supported shared-memory carveouts, KB
     warp_size: int = 32
     sub_partitions: int = 4
     reg_alloc_unit: int = 256
@@ -209,6 +209,7 @@ _NAME = re.compile(r"sm_(\d+)([af]?)")
 TARGETS: dict[str, Target] = {}
 for _name, _ptx, _kits in _ROWS:
     _m = _NAME.fullmatch(_name)
+    assert _m is not None, _name  # the table's names are all sm_NN[a|f]
     _sm = int(_m.group(1))
     _major, _minor = _ptx.split(".")
     TARGETS[_name] = Target(_name, _sm, _m.group(2), (int(_major), int(_minor)), _kits,

@@ -22,6 +22,7 @@ from .checks import (
     ty_reg,
     type_error,
 )
+from .core import _Core
 
 __all__ = ["ArithOps", "SEED_INPLACE", "SETP_SYMBOLS"]
 
@@ -105,7 +106,7 @@ SEED_INPLACE = {
 }
 
 
-class ArithOps:
+class ArithOps(_Core):
     """Mixin: every arithmetic/logic/compare/convert op of :class:`KernelBuilder`."""
 
     # -- the one checker ----------------------------------------------------------------
@@ -162,8 +163,9 @@ class ArithOps:
         self._emit(opcode, (out, *operands), 1, loc, pred, op)
         if family in ("add", "sub") and ty.bits >= 32 and ty.is_int:
             for s in srcs:
-                if isinstance(s, ir.Register) and self.pointee(s) is not None:
-                    self._tag(out, *self.pointee(s))
+                tag = self.pointee(s) if isinstance(s, ir.Register) else None
+                if tag is not None:
+                    self._tag(out, *tag)
                     break
         return out
 
@@ -422,6 +424,7 @@ class ArithOps:
         """Emit ``mov`` of ``a`` into ``out`` (half-float numbers become bit patterns)."""
         st = isa.move_type(ty)
         number = isinstance(a, (int, float)) and not isinstance(a, bool)
+        src: ir.Operand
         if number and ty.bits == 16 and ty.is_float:
             src = ir.Immediate(half_bits(a, ty, op, loc), T.b16)
         elif number and ty.is_packed:
@@ -492,6 +495,8 @@ def _irange(ty: T.PtxType) -> tuple:
 
 def _cvt_rounding(src: T.PtxType, to: T.PtxType, rnd, loc):
     """Validate or default the rounding modifier of a cvt from ``src`` to ``to``."""
+    need: tuple[str, ...]
+    default: Optional[str]
     if src.is_float and to.is_int:
         need, default = isa.ROUNDING_INT, "rzi"
     elif src.is_int and to.is_float:

@@ -25,6 +25,7 @@ from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
 from .checks import _register_internal, _where, caller_loc, type_error
+from .memory import MemoryOps
 
 __all__ = ["AsyncCopyOps", "SETMAXNREG_RANGE"]
 
@@ -42,7 +43,7 @@ def _group_count(op: str, n, loc) -> ir.Immediate:
     return ir.Immediate(n, T.u32)
 
 
-class AsyncCopyOps:
+class AsyncCopyOps(MemoryOps):
     """Mixin: ``cp.async``, ``cp.async.bulk`` and ``setmaxnreg``."""
 
     def _space_address(self, op, addr, want: str, loc, offset: int = 0) -> ir.Address:
@@ -107,7 +108,7 @@ class AsyncCopyOps:
             if size <= 0 or size % 16:
                 raise BuildError(f"cp_async_bulk: size must be a positive multiple of 16 "
                                  f"bytes, got {size}{_where(loc)}")
-            count = ir.Immediate(size, T.u32)
+            count: ir.Immediate | ir.Register = ir.Immediate(size, T.u32)
         elif isinstance(size, ir.Register) and size.type.bits == 32 and size.type.is_int:
             count = size
         else:

@@ -25,6 +25,7 @@ from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 
 from .checks import _expect_list, _register_internal, _where, caller_loc, ty_reg, type_error
+from .core import _Core
 
 __all__ = ["BitOps", "lop3_lut", "LOP3_BASIS", "PRMT_MODES", "TESTP_CLASSES"]
 
@@ -141,7 +142,7 @@ def _inplace(family: str, doc: str):
     return method
 
 
-class BitOps:
+class BitOps(_Core):
     """Mixin: the bit-twiddling, byte-permute and dot-product ops of :class:`KernelBuilder`."""
 
     # -- the one checker ----------------------------------------------------------------

@@ -59,9 +59,13 @@ __all__ = [
 _register_internal(__file__)
 
 
-class KernelBuilder(ArithOps, BitOps, MemoryOps, WarpOps, TensorOps, AsyncCopyOps, FlowOps,
-                    _Core):
+class KernelBuilder(TensorOps, AsyncCopyOps, WarpOps, MemoryOps, ArithOps, BitOps, FlowOps):
     """Build one ``.entry`` kernel (or, from :meth:`ModuleBuilder.func`, a ``.func``).
+
+    The op families all derive from :class:`~ptxforge.dsl.core._Core`, which declares the
+    builder's state and primitives; families that use another family's ops derive from it
+    (memory, warp on arith; tensor, async copy on memory), so the bases run from the most
+    derived family down.
 
     Example::
 
@@ -90,7 +94,7 @@ class ModuleBuilder:
 
     def __init__(self, target: str = "sm_80") -> None:
         self.target = as_target(target).name
-        self._builders: list = []
+        self._builders: list[KernelBuilder] = []
 
     def _add(self, builder: KernelBuilder) -> KernelBuilder:
         """Register a function, refusing duplicate names."""
@@ -131,7 +135,7 @@ class ModuleBuilder:
 
     def build(self) -> ir.Module:
         """The module: device functions first (so calls see them), then kernels, in order."""
-        ordered: list = []
+        ordered: list[_Core] = []
         for b in [b for b in self._builders if not b.is_entry] + [b for b in self._builders if b.is_entry]:
             for dep in b._closure():
                 if dep not in ordered:

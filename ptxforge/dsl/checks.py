@@ -12,6 +12,7 @@ import math
 import re
 import struct
 import sys
+from types import FrameType
 from typing import Iterable, Optional
 
 import attrs
@@ -45,7 +46,7 @@ _register_internal(__file__)
 
 def caller_loc() -> Optional[ir.SourceLoc]:
     """The first stack frame outside the builder modules, as a SourceLoc."""
-    frame = sys._getframe(1)
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename in _INTERNAL:
         frame = frame.f_back
     if frame is None:

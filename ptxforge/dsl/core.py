@@ -15,7 +15,7 @@ assembles them into :class:`KernelBuilder`.
 from __future__ import annotations
 
 import contextlib
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
@@ -50,6 +50,9 @@ __all__ = [
 
 #: What an op accepts as an operand: a register or a Python number (an immediate).
 Value = Union[ir.Register, int, float]
+
+if TYPE_CHECKING:
+    from .builder import ModuleBuilder
 
 _register_internal(__file__)
 
@@ -99,43 +102,81 @@ class Array:
 class _Open:
     """Bookkeeping for an open structured block (if/else/loop)."""
 
-    __slots__ = ("kind", "labels", "loc", "extra")
+    __slots__ = ("kind", "labels", "loc")
 
-    def __init__(self, kind: str, labels: tuple, loc, extra=None) -> None:
-        self.kind, self.labels, self.loc, self.extra = kind, labels, loc, extra
+    kind: str  # "if", "else", "loop", "while"
+    labels: tuple[str, ...]
+    loc: Optional[ir.SourceLoc]
+
+    def __init__(self, kind: str, labels: tuple[str, ...], loc: Optional[ir.SourceLoc]) -> None:
+        self.kind, self.labels, self.loc = kind, labels, loc
 
 
 class _Core:
-    """State and the shared machinery of a function being built."""
+    """State and the shared machinery of a function being built.
+
+    This class is the one home of a builder's state: every field is declared here with its
+    type, and every op family (:class:`~ptxforge.dsl.arith.ArithOps`,
+    :class:`~ptxforge.dsl.memory.MemoryOps`, ...) derives from it, so the primitives they use
+    (:meth:`_new`, :meth:`_src`, :meth:`_emit`, ...) and the fields they read are checked.
+    A family that calls another family's ops derives from that family
+    (``MemoryOps(ArithOps)``, ``TensorOps(MemoryOps)``); :class:`KernelBuilder` joins them.
+    """
+
+    name: str
+    target: str  # the target's canonical name (``sm_80``)
+    is_entry: bool  # ``.entry`` kernel, else ``.func``
+    _module: Optional[ModuleBuilder]  # the module it belongs to (None: a lone kernel)
+    _params: list[ir.Param]
+    _returns: list[ir.Param]  # the ``.func``'s return parameters (at most one)
+    _symbols: dict[str, str]  # declared name -> what it is ("parameter", "shared array", ...)
+    _body: list[ir.Statement]
+    _decls: list[ir.VarDecl]  # shared/local arrays, emitted before the body
+    _globals: list[ir.VarDecl]  # module-level (const) variables
+    _counters: dict[str, int]  # register class name -> last index used
+    _labels: dict[str, Optional[ir.SourceLoc]]  # placed label -> where
+    _label_uses: list[tuple[str, Optional[ir.SourceLoc]]]  # branch target -> where
+    _label_seq: int
+    _issued: set[str]  # labels made by new_label
+    _regs: dict[str, ir.Register]  # every register this function allocated
+    _directives: dict[str, tuple[int, ...]]  # ".maxntid" -> (x, y, z)
+    _pointers: dict[str, tuple[T.PtxType, str]]  # register name -> (element type, space)
+    _arrays: dict[str, Array]
+    _param_types: dict[str, T.PtxType]  # parameter name -> its declared (value) type
+    _guard: Optional[ir.Guard]  # the enclosing ``predicated`` block's guard
+    _open: list[_Open]  # open structured blocks, innermost last
+    _cc_writer: Optional[str]  # the last ``.cc`` opcode in this block (carry flag set)
+    _callees: list[_Core]  # device functions called, in first-call order
+    _last_if: Optional[tuple[str, int]]  # (else label, body length) right after an if_ block
 
     def __init__(self, name: str, target: str = "sm_80", *, is_entry: bool = True,
-                 _module: "Optional[ModuleBuilder]" = None) -> None:
+                 _module: Optional[ModuleBuilder] = None) -> None:
         loc = caller_loc()
         self.name = _check_ident(name, "kernel", loc)
         self.target = as_target(target).name
         self.is_entry = is_entry
         self._module = _module
-        self._params: list = []
-        self._returns: list = []
-        self._symbols: dict = {}
-        self._body: list = []
-        self._decls: list = []
-        self._globals: list = []
-        self._counters: dict = {}
-        self._labels: dict = {}
-        self._label_uses: list = []
+        self._params = []
+        self._returns = []
+        self._symbols = {}
+        self._body = []
+        self._decls = []
+        self._globals = []
+        self._counters = {}
+        self._labels = {}
+        self._label_uses = []
         self._label_seq = 0
-        self._issued: set = set()
-        self._regs: dict = {}
-        self._directives: dict = {}
-        self._pointers: dict = {}
-        self._arrays: dict = {}
-        self._param_types: dict = {}
-        self._guard: Optional[ir.Guard] = None
-        self._open: list = []
-        self._cc_writer: Optional[str] = None
-        self._callees: list = []
-        self._last_if: Optional[tuple] = None
+        self._issued = set()
+        self._regs = {}
+        self._directives = {}
+        self._pointers = {}
+        self._arrays = {}
+        self._param_types = {}
+        self._guard = None
+        self._open = []
+        self._cc_writer = None
+        self._callees = []
+        self._last_if = None
 
     # -- allocation and operands --------------------------------------------------------
 
@@ -236,7 +277,7 @@ class _Core:
             self._pointers[reg.name] = (elem, space)
         return reg
 
-    def pointee(self, reg: ir.Register) -> Optional[tuple]:
+    def pointee(self, reg: ir.Register) -> Optional[tuple[T.PtxType, str]]:
         """(element type, state space) of a pointer register, or None if not a known pointer."""
         return self._pointers.get(reg.name)
 
@@ -397,7 +438,9 @@ class _Core:
         self._body.append(ir.Label(head))
         if not unroll:
             self._body.append(ir.Directive('.pragma "nounroll";'))
-        down = isinstance(step, int) and not isinstance(step, bool) and step < 0
+        # an int step below zero counts down by -step
+        down_by = -step if isinstance(step, int) and not isinstance(step, bool) and step < 0 else 0
+        down = down_by > 0
         cmp = "le" if down else "ge"
         p = self._new(T.pred, loc)
         self._emit(f"setp.{cmp}{ty.ptx}", (p, counter, self._src("loop", stop, ty, loc, True)), 1, loc)
@@ -410,7 +453,7 @@ class _Core:
             self._open.pop()
             end_loc = caller_loc()
             if down and not ty.is_signed:
-                self._count_down(counter, ty, stop, -step, done, loc, end_loc)
+                self._count_down(counter, ty, stop, down_by, done, loc, end_loc)
             else:
                 self._emit(f"add{ty.ptx}", (counter, counter, self._src("loop", step, ty, loc, True)),
                            1, end_loc)
@@ -420,7 +463,8 @@ class _Core:
             self._body.append(ir.Label(done))
             self._cc_writer = None
 
-    def _count_down(self, counter, ty, stop, by: int, done: str, loc, end_loc) -> None:
+    def _count_down(self, counter: ir.Register, ty: T.PtxType, stop: Value, by: int, done: str,
+                    loc: Optional[ir.SourceLoc], end_loc: Optional[ir.SourceLoc]) -> None:
         """``counter -= by`` at the bottom of a descending loop; an unsigned counter that
         would wrap below zero leaves the loop first (it would have passed ``stop``)."""
         amount = self._src("loop", by, ty, loc, True)
@@ -505,9 +549,9 @@ class _Core:
             directives=tuple(self._directives.items()),
         )
 
-    def _closure(self) -> list:
+    def _closure(self) -> list[_Core]:
         """This function and every function it calls, callees first, each once."""
-        order: list = []
+        order: list[_Core] = []
         seen: set = set()
 
         def visit(fb: "_Core") -> None:
@@ -533,10 +577,10 @@ class _Core:
         return emit(self.build(), line_info=line_info)
 
 
-def _assemble(target: str, builders: list) -> ir.Module:
+def _assemble(target: str, builders: list[_Core]) -> ir.Module:
     """Build each function and wrap them in a module with the lowest sufficient .version."""
     kernels = [b.build_kernel() for b in builders]
-    globals_: dict = {}
+    globals_: dict[str, ir.VarDecl] = {}
     for b in builders:
         for decl in b._globals:
             prev = globals_.get(decl.name)

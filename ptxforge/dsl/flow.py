@@ -27,7 +27,7 @@ from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
 from .checks import _register_internal, _where, caller_loc, type_error
-from .core import _Open
+from .core import _Core, _Open
 
 __all__ = ["FlowOps"]
 
@@ -36,7 +36,7 @@ _register_internal(__file__)
 _OPCODE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_:]+)*")
 
 
-class FlowOps:
+class FlowOps(_Core):
     """Mixin: ``while_`` and ``raw``."""
 
     @contextlib.contextmanager
@@ -93,7 +93,8 @@ class FlowOps:
         if not isinstance(opcode, str) or not _OPCODE.fullmatch(opcode):
             raise BuildError(f"raw: expected an opcode such as 'brev.b32' (no operands, no "
                              f"';'), got {opcode!r}{_where(loc)}")
-        outs, operands = [], []
+        outs: list[ir.Register] = []
+        operands: list[ir.Operand] = []
         for d in dests:
             if isinstance(d, ir.Register):
                 reg = d

@@ -14,6 +14,7 @@ from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import format_immediate
 
+from .arith import ArithOps
 from .checks import _expect_list, check_vector_alignment, half_bits, make_immediate
 from .core import Array, ParamRef, _register_internal, _where, caller_loc, ty_reg, type_error
 
@@ -37,7 +38,7 @@ def _size(ty: T.PtxType) -> int:
     return max(ty.bits // 8, 1)
 
 
-class MemoryOps:
+class MemoryOps(ArithOps):
     """Mixin: parameters, memory, synchronisation, warp-level and special-register ops."""
 
     # -- parameters ---------------------------------------------------------------------
@@ -234,11 +235,11 @@ class MemoryOps:
             addr = base
         self._check_pointer(op, addr, loc)
         tag = self.pointee(addr)
-        ety = T.as_type(type) if type is not None else (tag[0] if tag else None)
-        if ety is None:
+        elem = T.as_type(type) if type is not None else (tag[0] if tag else None)
+        if elem is None:
             raise type_error(op, "a pointer with a known element type, or type=", addr, loc)
         sp = space if space is not None else (tag[1] if tag else "")
-        return ir.Address(addr, offset), ety, sp
+        return ir.Address(addr, offset), elem, sp
 
     # -- loads and stores ---------------------------------------------------------------
 
@@ -447,7 +448,7 @@ class MemoryOps:
         for k, r in enumerate(func._returns):
             self._body.append(ir.VarDecl("param", isa.param_type(r.type, entry=False), f"retval{k}"))
             rets.append(ir.Symbol(f"retval{k}"))
-        ops = []
+        ops: list[ir.Operand] = []
         if rets:
             ops.append(ir.Vector(tuple(rets), "paren"))
         ops.append(ir.Symbol(func.name))

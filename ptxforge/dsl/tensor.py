@@ -31,6 +31,7 @@ from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
 from .checks import _register_internal, _where, caller_loc, type_error
+from .memory import MemoryOps
 
 __all__ = ["Fragment", "MMA_FORMS", "TensorOps", "wgmma_accumulators"]
 
@@ -91,7 +92,7 @@ def wgmma_accumulators(n: int, dtype: str = "f32") -> int:
 _WGMMA_K = {"f16": 16, "bf16": 16, "tf32": 8}
 
 
-class TensorOps:
+class TensorOps(MemoryOps):
     """Mixin: mma fragments, ``mma.sync``, ``ldmatrix``/``stmatrix`` and ``wgmma``."""
 
     # -- mma.sync ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
+from .arith import ArithOps
 from .core import _register_internal, _where, caller_loc, type_error
 
 __all__ = ["WarpOps", "SPECIAL_REGISTERS"]
@@ -26,7 +27,7 @@ SPECIAL_REGISTERS = {
 }
 
 
-class WarpOps:
+class WarpOps(ArithOps):
     """Mixin: warp-level and special-register ops of :class:`KernelBuilder`."""
 
     # -- warp level ---------------------------------------------------------------------

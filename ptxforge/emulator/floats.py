@@ -149,7 +149,7 @@ def _fraction_to_f64(q: Fraction, mode: str) -> float:
     if mode == "rn" or not np.isfinite(r):
         return r
     err = q - Fraction(r)
-    return float(directed(np.array([r]), np.array([float(np.sign(err))]), mode)[0])
+    return float(directed(np.array([r]), np.array([float((err > 0) - (err < 0))]), mode)[0])
 
 
 def div(a: np.ndarray, b: np.ndarray, dtype, mode: str = "rn") -> np.ndarray:

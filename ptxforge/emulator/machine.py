@@ -106,7 +106,10 @@ class Program:
                  functions: "dict | None" = None) -> None:
         self.name = kernel.name
         self.kernel = kernel
-        insts, labels, shared, local = [], {}, [], []
+        insts: list[ir.Instruction] = []
+        labels: dict[str, int] = {}  # label -> index of the instruction after it
+        shared: list[ir.VarDecl] = []
+        local: list[ir.VarDecl] = []
         body, origin = inline_calls(kernel, functions or {})
         for st in body:
             if isinstance(st, ir.Label):

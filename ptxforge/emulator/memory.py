@@ -113,6 +113,7 @@ class Memory:
             self._fault(bad, addr, threads, space, nbytes, where)
             return self.heap, off
         if space == "shared":
+            assert self.block_slot is not None  # set by start_wave before any access
             size = self.shared_size
             self._fault(addr + np.uint64(nbytes) > size, addr, threads, space, nbytes, where)
             return self.shared, self.block_slot[threads] * size + addr.astype(np.int64)

@@ -222,7 +222,7 @@ def _build_setp(d, inst, symbols):
     put_q = writer(pair, T.pred) if pair is not None else None
     a, b = (reader(op, ty, symbols) for op in inst.operands[1:3])
     c = reader(inst.operands[3], T.pred, symbols) if bop else None
-    combine = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(bop)
+    combine = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(bop or "")
 
     def run(m, idx):
         av, bv = a(m, idx), b(m, idx)
@@ -232,7 +232,7 @@ def _build_setp(d, inst, symbols):
             av, bv = _ftz(d, ty, [av, bv])
         t = np.broadcast_to(compare(cmp, av, bv, ty), idx.shape)
         p, q = t, ~t
-        if combine is not None:
+        if combine is not None and c is not None:  # both set by a combining setp
             cv = c(m, idx)
             p, q = combine(p, cv), combine(q, cv)
         put_p(m, idx, p)

@@ -45,8 +45,8 @@ def wide_product(a, b, width: int, signed: bool = False) -> tuple[np.ndarray, np
     ua, ub = ua.view(UINT[width]), ub.view(UINT[width])
     if width <= 32:
         if signed:
-            p = (ua.view(SINT[width]).astype(np.int64) * ub.view(SINT[width]).astype(np.int64))
-            p = p.view(np.uint64)
+            p = (ua.view(SINT[width]).astype(np.int64)
+                 * ub.view(SINT[width]).astype(np.int64)).view(np.uint64)
         else:
             p = ua.astype(np.uint64) * ub.astype(np.uint64)
         mask = np.uint64((1 << width) - 1)
@@ -240,7 +240,7 @@ def _bfe(d, ty, a, pos, length):
     shifted = np.where(pos >= w, 0, ub >> np.minimum(pos, w - 1).astype(np.uint64))
     mask = np.where(eff >= 64, np.uint64(2**64 - 1),
                     (np.uint64(1) << np.minimum(eff, 63).astype(np.uint64)) - np.uint64(1))
-    field = shifted & mask
+    field: np.ndarray = shifted & mask
     if ty.is_signed:
         top = np.minimum(pos + ln - 1, w - 1)
         sbit = (ln > 0) & (((ub >> np.maximum(top, 0).astype(np.uint64)) & np.uint64(1)) == 1)

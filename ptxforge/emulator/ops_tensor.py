@@ -126,7 +126,9 @@ def _build_mma(d, inst, symbols):
     if dtype != ctype or (shape, ab[0]) not in MMA_SHAPES:
         raise Unsupported(f"mma form {shape}.{dtype}.{ab[0]}.{ab[1]}.{ctype}")
     na, nb, nc = MMA_SHAPES[(shape, ab[0])]
-    mm, nn, kk = (int(x) for x in _SHAPE.match(shape).groups())
+    sm = _SHAPE.match(shape)
+    assert sm is not None  # (shape, type) is in MMA_SHAPES
+    mm, nn, kk = (int(x) for x in sm.groups())
     per = _ELEMS[ab[0]]
     ab_bits = 64 if ab[0] == "f64" else 32
     c_bits = 64 if ctype == "f64" else 32

@@ -401,7 +401,7 @@ def normalize_dim3(value: Any, what: str) -> tuple[int, int, int]:
     if isinstance(value, bool):
         raise LaunchError(f"{what} must be an int or a tuple of 1-3 ints, got {_describe(value)}")
     try:
-        dims = (operator.index(value),)
+        dims: tuple[int, ...] = (operator.index(value),)
     except TypeError:
         if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
             raise LaunchError(f"{what} must be an int or a tuple of 1-3 ints, got {_describe(value)}") from None

@@ -162,7 +162,7 @@ def cuda_array_interface_info(obj: Any, param: ir.Param, where: str) -> DeviceAr
     strides = cai.get("strides")
     if not _c_contiguous(shape, strides, itemsize):
         raise LaunchError(f"{where}: expected a C-contiguous device array, got shape {shape} "
-                          f"with strides {tuple(strides)} (make a contiguous copy first)")
+                          f"with strides {tuple(strides or ())} (make a contiguous copy first)")
     nbytes = _prod(shape) * itemsize
     if ptr is None or (ptr == 0 and nbytes):
         raise LaunchError(f"{where}: __cuda_array_interface__ has a null data pointer")

@@ -103,7 +103,7 @@ def check(result, what: str):
         if name in _HINTS:
             message += f"; {_HINTS[name]}"
         error = DeviceError(message)
-        error.cuda_error = name  # type: ignore[attr-defined]
+        error.cuda_error = name
         raise error
     if not values:
         return None

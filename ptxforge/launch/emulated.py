@@ -46,7 +46,9 @@ class EmulatedModule:
                               f"{image.kind}")
         self.image = image
         self.device = "emulator"
-        self.emulator = Emulator(source if isinstance(source, ir.Module) else image.ptx)
+        text = source if isinstance(source, ir.Module) else image.ptx
+        assert text is not None  # a "ptx" image holds its text
+        self.emulator = Emulator(text)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ DLPack) are passed by address without copies, and the launch is then asynchronou
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 import attrs
 
@@ -131,9 +131,10 @@ class LoadedModule:
             try:
                 check(result, f"cuModuleLoadDataEx ({image.kind})")
             except DeviceError as exc:
-                error = DeviceError(f"{exc}" + (f"\n--- driver JIT log ---\n{log}" if log else ""))
-                error.cuda_error = getattr(exc, "cuda_error", None)  # type: ignore[attr-defined]
-                raise error from None
+                jit_log = f"\n--- driver JIT log ---\n{log}" if log else ""
+                failure = DeviceError(f"{exc}{jit_log}")
+                failure.cuda_error = exc.cuda_error
+                raise failure from None
         self.handle = result[1]
         self.jit_log = _read_log(info)
         self._unloaded = False
@@ -440,7 +441,7 @@ def _wait_for(drv, producer: int, consumer) -> None:
         check(drv.cuEventDestroy(event), "cuEventDestroy")
 
 
-def load(source: Union[ir.Module, str, bytes, Any], device: Union[int, str] = 0, *,
+def load(source: Union[ir.Module, str, bytes, Any], device: Union[int, Literal["emulator"]] = 0, *,
          signatures: Optional[Mapping[str, Sequence[ir.Param]]] = None,
          max_registers: Optional[int] = None) -> LoadedModule:
     """JIT-load ``source`` on ``device`` through the CUDA driver; return a :class:`LoadedModule`.

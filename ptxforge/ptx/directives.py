@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
@@ -55,7 +55,7 @@ class PtxTarget:
     version: Optional[tuple]
     arch: Optional[str]
     debug: bool = False
-    options: tuple = ()            # every word of the .target line after the arch
+    options: tuple[str, ...] = ()  # every word of the .target line after the arch
     line: Optional[int] = None     # line of the .target directive
 
 
@@ -134,7 +134,7 @@ def ptx_entries(ptx: str) -> tuple:
             for d in _dims(lm.group(3)):
                 n *= d
             local += max(int(lm.group(2)) // 8, 1) * n
-        fields = {}
+        fields: dict[str, Any] = {}  # maxnreg, minnctapersm: int; maxntid, reqntid: tuple
         for key in ("maxnreg", "maxntid", "reqntid", "minnctapersm"):
             dm = re.search(rf"\.{key}\s+([\d\s,]+)", header)
             if dm:

@@ -236,7 +236,7 @@ _NO_REGISTERS = frozenset({Immediate, SpecialReg, Symbol, LabelRef, Raw})
 class Guard:
     """The predicate an instruction is executed under: ``@%p1`` or ``@!%p1``."""
 
-    register: Register
+    register: Union[Register, SpecialReg]  # SpecialReg: only from a lenient parse (a problem)
     negated: bool = False
 
 
@@ -298,7 +298,7 @@ class Instruction:
 
     def _operand_registers(self, written: bool) -> tuple:
         """The registers :attr:`defs` (``written``) or :attr:`uses` lists."""
-        out: list[Register] = []
+        out: list[Union[Register, SpecialReg]] = []  # SpecialReg: a lenient parse's guard
         nd = self.ndefs
         ops = self.operands
         if written:

@@ -106,7 +106,7 @@ class GeneratedModule:
     def __init__(self, recipe: ModuleRecipe, module) -> None:
         self.recipe = recipe
         self.module = module
-        self._ptx = None
+        self._ptx: Optional[str] = None
 
     @property
     def ptx(self) -> str:

@@ -190,7 +190,7 @@ def _cstr(blob: bytes, off: int) -> str:
     return blob[off:end].decode(errors="replace")
 
 
-def read_cubin(data: bytes) -> CubinInfo:
+def read_cubin(data: "bytes | bytearray | memoryview") -> CubinInfo:
     """Read sections, symbols and EIATTR records of a cubin.
 
     Raises PtxforgeError when ``data`` is not a little-endian ELF64 CUDA object, or is one cut

@@ -60,7 +60,8 @@ class TokenCursor:
         # operands (InstructionParser)
         self.imm_cache: dict[str, ir.Immediate] = {}
         self.sym_cache: dict[str, ir.Symbol] = {}
-        self.opcode_kind: dict[str, tuple[int, bool]] = {}  # opcode -> (ndefs, is a branch)
+        # opcode -> (ndefs, is a branch, its strict-mode problem, its operands' register widths)
+        self.opcode_kind: dict[str, tuple[int, bool, Optional[str], Optional[tuple[int, ...]]]] = {}
         self.special_cache: dict[str, ir.SpecialReg] = {}
         self.split_cache: dict[str, tuple] = {}  # "%rd12" -> ("%rd", 12); ("", -1): no number
         self.reg_cache: dict[tuple, ir.Register] = {}  # (name, type) -> its Register

@@ -156,6 +156,7 @@ class InstructionParser(ScopeTracker):
         toks = self.toks
         t = toks[self.i]
         c = t[0]
+        reg: Union[ir.Register, ir.SpecialReg, None]
         if c == "%":
             reg = self.regs.get(t)
             if reg is None:
@@ -256,17 +257,18 @@ class InstructionParser(ScopeTracker):
         self.imm_cache[text] = imm
         return imm
 
-    def address(self) -> Union[ir.Address, ir.Raw]:
+    def address(self) -> Union[ir.Address, ir.Raw, ir.Vector]:
         toks = self.toks
         start = self.i
         self.i += 1
         t = toks[self.i]
-        base = None
+        base: Union[ir.Register, ir.Symbol, None] = None
         offset = 0
         if t[0] == "%":
-            base = self.register(t)
-            if not isinstance(base, ir.Register):
+            reg = self.register(t)
+            if not isinstance(reg, ir.Register):
                 return self._raw_address(start)
+            base = reg
             self.i += 1
         elif t[0].isalpha() or t[0] in "$_":
             base = self.regs.get(t)

@@ -99,7 +99,7 @@ class LineInfoParser(TokenCursor):
         # raw tokens: ``.loc F L C`` and ``.loc F L C, function_name X, inlined_at F L C``
         # (all plain decimals).  A miss parses in full below and remembers what it read.
         toks, i = self.toks, self.i
-        key = None
+        key: Optional[tuple[str, ...]] = None
         if toks[i + 3].isdigit():
             if toks[i + 4] != ",":
                 key, n = (toks[i + 1], toks[i + 2], toks[i + 3]), 4

@@ -88,7 +88,7 @@ def opcode_problem(opcode: str) -> Optional[str]:
 _WIDTH = {"pred": 1, "b128": 128, "f32x2": 64, "f16x2": 32, "bf16x2": 32, "u16x2": 32,
           "s16x2": 32}
 _SKIP = frozenset({"wide", "v2", "v4", "v8"})
-_widths: dict = {}
+_widths: dict[str, Optional[tuple[int, ...]]] = {}
 
 
 def _type_width(name: str) -> Optional[int]:
@@ -98,7 +98,7 @@ def _type_width(name: str) -> Optional[int]:
     return int(m.group(1) or m.group(2)) if m else None
 
 
-def operand_widths(opcode: str) -> Optional[tuple]:
+def operand_widths(opcode: str) -> Optional[tuple[int, ...]]:
     """The register width each operand of ``opcode`` must have (1: a predicate; the last one
     repeats), or None when ptxforge does not check this opcode's operands."""
     try:
@@ -106,7 +106,8 @@ def operand_widths(opcode: str) -> Optional[tuple]:
     except KeyError:
         pass
     parts = opcode.split(".")
-    row, out = _TABLE.get(parts[0]), None
+    row = _TABLE.get(parts[0])
+    out: Optional[tuple[int, ...]] = None
     types = [t for t in parts[1:] if t in TYPE_NAMES]
     mods = set(parts[1:])
     # lop3.and/.or (a predicate-output form) is unchecked, like any form with skipped modifiers

@@ -118,7 +118,8 @@ class _Parser(LineInfoParser, InstructionParser):
         toks = self.toks
         if toks[0] != ".version":
             raise self.error(f"expected '.version' as the first directive, got {show_token(toks[0])}", 0)
-        version = target = None
+        version: Optional[str] = None
+        target: Optional[str] = None
         address_size = 64
         globals_: list[ir.VarDecl] = []
         kernels: list[ir.Kernel] = []
@@ -206,6 +207,7 @@ class _Parser(LineInfoParser, InstructionParser):
                 raise self.error(f"cannot parse this statement ({type(exc).__name__}: {exc})", start) from None
         if target is None:
             raise self.error("missing .target directive (expected e.g. '.target sm_80')", 0)
+        assert version is not None  # the first token is .version (checked above), read first
         return ir.Module(version=version, target=target, address_size=address_size,
                          globals=tuple(globals_), kernels=tuple(kernels),
                          files=tuple(sorted(self.files.items())), directives=tuple(directives),
@@ -220,7 +222,7 @@ class _Parser(LineInfoParser, InstructionParser):
 
     # -- declarations -------------------------------------------------------------------------
     def dims(self) -> tuple:
-        out = []
+        out: list[Optional[int]] = []
         toks = self.toks
         while toks[self.i] == "[":
             self.i += 1

@@ -30,17 +30,30 @@ _MISSING = object()
 
 
 class ScopeTracker(TokenCursor):
-    """Label and register scopes of the current function (a mixin over :class:`TokenCursor`)."""
+    """Label and register scopes of the current function (a mixin over :class:`TokenCursor`).
+
+    The per-function state below is declared here, typed, and set by :meth:`scopes_begin`
+    (``label_targets`` by :meth:`labels_check`).
+    """
+
+    label_at: dict[str, tuple[int, int]]  # name -> (token index, block id)
+    label_uses: list[tuple[str, int, tuple[int, ...]]]  # (name, token index, block chain)
+    # name -> [(token index, block id, name in the IR)] for names defined in sibling blocks
+    label_twins: dict[str, list[tuple[int, int, str]]]
+    block_chain: tuple[int, ...]  # ids of the open blocks, outermost first
+    block_count: int
+    # per open nested block: what its .reg lines replaced, (table, name, old value or _MISSING)
+    reg_undo: list[list[tuple[dict, str, object]]]
+    label_targets: list[str]  # per label use, in order: the IR name it resolves to
 
     def scopes_begin(self) -> None:
         """Start a function body: no labels, no uses, one (outermost) block."""
-        self.label_at: dict[str, tuple[int, int]] = {}  # name -> (token index, block id)
-        self.label_uses: list[tuple[str, int, tuple]] = []  # (name, token index, block chain)
-        # name -> [(token index, block id, name in the IR)] for names defined in sibling blocks
-        self.label_twins: dict[str, list] = {}
-        self.block_chain: tuple = (0,)  # ids of the open blocks, outermost first
+        self.label_at = {}
+        self.label_uses = []
+        self.label_twins = {}
+        self.block_chain = (0,)
         self.block_count = 1
-        self.reg_undo: list[list] = []  # per open nested block: what its .reg lines replaced
+        self.reg_undo = []
 
     # -- blocks --------------------------------------------------------------------------------
     def block_open(self) -> None:
@@ -110,7 +123,7 @@ class ScopeTracker(TokenCursor):
         branch there leaves the function) after warning about each."""
         label_at = self.label_at
         missing: list = []
-        self.label_targets: list = []  # per use, in order: the IR name it resolves to
+        self.label_targets = []
         for name, index, chain in self.label_uses:
             twins = self.label_twins.get(name)
             if twins is not None:
