@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import attrs
 
 from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
+from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
@@ -47,7 +48,7 @@ DEFAULT_ARCH = "sm_80"
 #: Threads per block when neither ``block`` nor the kernel's launch bounds say one.
 DEFAULT_BLOCK = 256
 #: Registers a thread can have on every target ptxforge knows (sm_70 … sm_121).
-MAX_REGISTERS = 255
+MAX_REGISTERS = REGISTER_LIMIT
 
 
 def _symbols(kernel: ir.Kernel) -> set:
