@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Sequence
 from ptxforge._text import clip as _clip
 from ptxforge._text import plural as _plural
 from ptxforge._text import table
+from ptxforge.arch.ptxas_model import PREDICATE_FILE
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pressure import LiveValue, PressureReport
@@ -68,7 +69,8 @@ def render_text(report: "PressureReport", *, top: int = 20, width: int = 72) -> 
     pp = r.pred_peak
     lines.append(f"predicates: peak {pp.units} at instruction {pp.index}"
                  + (f" ({', '.join(v.name for v in pp.values)})" if pp.values else "")
-                 + ("  — more than the 7 hardware predicates: ptxas will spill them" if pp.units > 7 else ""))
+                 + (f"  — more than the {PREDICATE_FILE} hardware predicates: ptxas will spill them"
+                    if pp.units > PREDICATE_FILE else ""))
     cp = [(c, v, i) for c, v, i in r.class_peaks if v]
     if cp:
         lines.append("most values live at once per class: "

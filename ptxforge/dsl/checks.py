@@ -20,6 +20,7 @@ import attrs
 from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
+from ptxforge.ptx.layout import natural_align
 
 __all__ = [
     "caller_loc",
@@ -231,7 +232,7 @@ def check_vector_alignment(op: str, vec: int, ety: T.PtxType, offset: int, array
     the byte ``offset``."""
     if vec == 1:
         return
-    need = vec * max(ety.bits // 8, 1)
+    need = natural_align(ety, vec)
     if array is not None and array.align < need:
         raise BuildError(f"{op}: .v{vec}{ety.ptx} needs {need}-byte alignment, but {array.space} "
                          f"array {array.name} is declared with align {array.align}; declare it "

@@ -25,6 +25,7 @@ from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import emit
 from ptxforge.ptx.opcodes import Return, opcode_of
+from ptxforge.ptx.layout import element_size
 
 from .checks import (
     _check_ident,
@@ -89,14 +90,14 @@ class Array:
 
     @property
     def nbytes(self) -> int:
-        return self.count * max(self.type.bits // 8, 1)
+        return self.count * element_size(self.type)
 
     def at(self, index: int = 0) -> ir.Address:
         """The address ``[name+index*size]`` of a constant element."""
         if not 0 <= index < self.count:
             raise BuildError(f"index {index} is outside {self.space} array {self.name}"
                              f"[{self.count}]{_where(caller_loc())}")
-        return ir.Address(ir.Symbol(self.name), index * max(self.type.bits // 8, 1))
+        return ir.Address(ir.Symbol(self.name), index * element_size(self.type))
 
 
 class _Open:

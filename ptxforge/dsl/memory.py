@@ -13,6 +13,7 @@ from ptxforge.errors import BuildError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import format_immediate
+from ptxforge.ptx.layout import element_size
 
 from .arith import ArithOps
 from .checks import _expect_list, check_vector_alignment, half_bits, make_immediate
@@ -31,11 +32,6 @@ _ATOM_TYPES = {
     "exch": (T.b32, T.b64), "cas": (T.b32, T.b64),
     "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
 }
-
-
-def _size(ty: T.PtxType) -> int:
-    """Bytes per element."""
-    return max(ty.bits // 8, 1)
 
 
 class MemoryOps(ArithOps):
@@ -67,7 +63,7 @@ class MemoryOps(ArithOps):
         self._declare(name, "parameter", loc)
         state = "global" if space == "global" else None
         self._params.append(ir.Param(name, T.u64, pointer=True, state_space=state,
-                                     ptr_align=_size(elem) if state else None))
+                                     ptr_align=element_size(elem) if state else None))
         return ParamRef(name, T.u64, elem, space)
 
     def _param_ref(self, p) -> ParamRef:
@@ -120,10 +116,10 @@ class MemoryOps(ArithOps):
         ty = T.as_type(type)
         if not isinstance(count, int) or count < 1:
             raise BuildError(f"{space} array {name!r}: count must be a positive int{_where(loc)}")
-        align = align or _size(ty)
-        if align & (align - 1) or align < _size(ty):
+        align = align or element_size(ty)
+        if align & (align - 1) or align < element_size(ty):
             raise BuildError(f"{space} array {name!r}: align must be a power of two >= "
-                             f"{_size(ty)}, got {align}{_where(loc)}")
+                             f"{element_size(ty)}, got {align}{_where(loc)}")
         self._declare(name, f"{space} array", loc)
         self._arrays[name] = Array(name, ty, count, space, align)
         decl = ir.VarDecl(space, isa.storage_type(ty), name, align, (count,), init)
@@ -183,7 +179,7 @@ class MemoryOps(ArithOps):
         ety = T.as_type(elem) if elem is not None else (tag[0] if tag else None)
         if ety is None:
             raise type_error("elem_ptr", "a pointer with a known element type, or elem=", base, loc)
-        size, space = _size(ety), (tag[1] if tag else "")
+        size, space = element_size(ety), (tag[1] if tag else "")
         if isinstance(index, int) and not isinstance(index, bool):
             out = self._new(base.type, loc)
             self._emit(f"add{_signed(base.type).ptx}",

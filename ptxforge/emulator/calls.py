@@ -32,19 +32,13 @@ import attrs
 
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
+from ptxforge.ptx.layout import param_size, var_size
 
 __all__ = ["MAX_DEPTH", "inline_calls"]
 
 #: Nested calls inlined at most this deep (deeper ones are left as calls and refused).
 MAX_DEPTH = 16
 _CHUNK = {8: (T.b64, "b64"), 4: (T.b32, "b32"), 2: (T.b16, "b16"), 1: (T.u16, "u8")}
-
-
-def _param_bytes(p) -> int:
-    count = 1
-    for dim in getattr(p, "dims", ()) or ():
-        count *= dim or 0
-    return max(p.type.bits // 8, 1) * count
 
 
 def _local(name: str, nbytes: int) -> ir.VarDecl:
@@ -63,7 +57,7 @@ class _Inliner:
         for st in stmts:
             if isinstance(st, ir.VarDecl) and st.space == "param":
                 name = rename(ir.Symbol(st.name)).name
-                size = _param_bytes(st) * (st.vector or 1)
+                size = var_size(st)
                 self.locals[name] = max(self.locals.get(name, 0), size)
                 continue
             if isinstance(st, ir.VarDecl):
@@ -114,21 +108,21 @@ class _Inliner:
                 isinstance(x, ir.Symbol) for x in rets + args):
             return [inst]
         for p in tuple(func.params) + tuple(func.returns):
-            self.locals[p.name + tag] = _param_bytes(p)
+            self.locals[p.name + tag] = param_size(p)
         out: list = []
         skip, end = ir.LabelRef("$skip" + tag), ir.LabelRef("$end" + tag)
         if inst.guard is not None:
             out.append(self._synth(inst, "bra", (skip,), 0, ir.Guard(inst.guard.register,
                                                                      not inst.guard.negated)))
         for arg, p in zip(args, func.params):
-            out.extend(self._copy(inst, p.name + tag, arg.name, _param_bytes(p), tag))
+            out.extend(self._copy(inst, p.name + tag, arg.name, param_size(p), tag))
         for st in self.body(func.body, rename, stack + (func.name,)):
             if isinstance(st, ir.Instruction) and st.family == "ret":
                 st = self._synth(st, "bra", (end,), 0, st.guard)
             out.append(st)
         out.append(ir.Label(end.name))
         for ret, p in zip(rets, func.returns):
-            out.extend(self._copy(inst, ret.name, p.name + tag, _param_bytes(p), tag))
+            out.extend(self._copy(inst, ret.name, p.name + tag, param_size(p), tag))
         out.append(ir.Label(skip.name))
         return out
 

@@ -30,8 +30,9 @@ from typing import Union
 import numpy as np
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.layout import var_layout, var_size
 
-from .machine import Machine, Program, _init_bytes, _layout, var_size
+from .machine import Machine, Program, _init_bytes
 from .memory import EmulationError, Memory
 from .operands import Unsupported
 
@@ -87,7 +88,7 @@ class Emulator:
         self._programs: dict = {}
         self.symbols: dict = {}
         const = [v for v in module.globals if isinstance(v, ir.VarDecl) and v.space == "const"]
-        offsets, size = _layout(const)
+        offsets, size = var_layout(const)
         self.memory.const = np.zeros(size + 64, np.uint8)
         self.symbols.update({v.name: ("const", offsets[v.name]) for v in const})
         glob = [v for v in module.globals if isinstance(v, ir.VarDecl) and v.space == "global"]

@@ -24,6 +24,8 @@ import numpy as np
 
 from ptxforge.ptx import ir
 from ptxforge.ptx.opcodes import Barrier, Return, families_with
+from ptxforge.ptx.layout import (element_size, param_layout, params_size, shared_layout,
+                                 var_layout, var_size)
 
 from . import ops_float, ops_int, ops_mem, ops_tensor, ops_warp
 from .calls import inline_calls
@@ -31,7 +33,7 @@ from .memory import EmulationError, Memory
 from .operands import Decoded, Unsupported, reg_bits, where
 from .values import UINT, immediate
 
-__all__ = ["Program", "Machine", "param_layout", "SUPPORTED", "MAX_STEPS"]
+__all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS"]
 
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
@@ -39,29 +41,6 @@ SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | {"bra"} | set(families_with(Return))
                          | set(families_with(Barrier))))
 MAX_STEPS = 2_000_000
-_VAR_ALIGN = 16
-
-
-def _layout(decls, start: int = 0) -> tuple[dict, int]:
-    """Offsets of variables laid out in order (each at its alignment): (name -> offset, end)."""
-    out, at = {}, start
-    for v in decls:
-        align = v.align or max(v.type.bits // 8, 1)
-        count = 1
-        for dim in v.dims:
-            count *= dim if dim is not None else 0
-        at = -(-at // align) * align
-        out[v.name] = at
-        at += count * max(v.type.bits // 8, 1) * (v.vector or 1)
-    return out, at
-
-
-def var_size(var: ir.VarDecl) -> int:
-    """Bytes a variable occupies (an unsized array: 0)."""
-    count = 1
-    for dim in var.dims:
-        count *= dim or 0
-    return max(var.type.bits // 8, 1) * count * (var.vector or 1)
 
 
 def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
@@ -73,7 +52,7 @@ def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
     size = var_size(var)
     if not var.init:
         return bytes(size)
-    elem = max(var.type.bits // 8, 1)
+    elem = element_size(var.type)
     text = var.init.strip().lstrip("=").strip()
     vals = []
     for tok in (t.strip() for t in text.replace("{", "").replace("}", "").split(",") if t.strip()):
@@ -123,18 +102,13 @@ class Program:
         lines = lines or {}
         self.lines = [lines.get(id(origin.get(id(i), i))) for i in insts]
         syms = dict(symbols or {})
-        dyn = [v for v in tuple(shared_globals) + tuple(shared) if v.dims and v.dims[-1] is None]
-        static = [v for v in tuple(shared_globals) + tuple(shared) if v not in dyn]
-        offsets, end = _layout(static)
-        for v in dyn:
-            align = v.align or _VAR_ALIGN
-            end = -(-end // align) * align
-            offsets[v.name] = end
-        self.static_shared = end
+        offsets, self.static_shared = shared_layout(tuple(shared_globals) + tuple(shared))
         syms.update({n: ("shared", o) for n, o in offsets.items()})
-        loc_off, self.local_size = _layout(local)
+        loc_off, self.local_size = var_layout(local)
         syms.update({n: ("local", o) for n, o in loc_off.items()})
-        self.param_offsets, self.param_size = param_layout(kernel.params)
+        slots = param_layout(kernel.params)
+        self.param_offsets = {s.name: s.offset for s in slots}
+        self.param_size = params_size(slots)
         syms.update({n: ("param", o) for n, o in self.param_offsets.items()})
         self.symbols = syms
         self.registers: dict = {}
@@ -171,21 +145,6 @@ class Program:
             return 4, guard, (f"{self.where(pc)}: the emulator does not support this "
                               f"instruction ({why}); it supports the families "
                               f"{', '.join(SUPPORTED)}")
-
-
-def param_layout(params) -> tuple[dict, int]:
-    """Kernel parameter offsets as ptxas lays them out (each at its alignment) and the size."""
-    out, at = {}, 0
-    for p in params:
-        size = max(p.type.bits // 8, 1)
-        count = 1
-        for dim in p.dims:
-            count *= dim or 0
-        align = p.align or size
-        at = -(-at // align) * align
-        out[p.name] = at
-        at += size * count
-    return out, at
 
 
 def _builder(d: Decoded):

@@ -12,9 +12,9 @@ naming the parameter *before* anything touches a GPU.  Each parameter becomes on
 * :class:`HostArg` — a NumPy (or CPU DLPack) array that the launcher copies to the device
   before the launch and back afterwards.
 
-:func:`param_layout` places the parameters the way ptxas does (each at the next multiple of
-its alignment: the ``.align`` it declares, else its element size; no padding at the end) and
-:func:`pack_param_buffer` writes the bound arguments into one buffer with that layout.
+:func:`param_layout` places the parameters the way ptxas does (the one layout of
+:mod:`ptxforge.ptx.layout`: each at the next multiple of the larger of its ``.align`` and its
+element size; no padding at the end) and :func:`pack_param_buffer` writes the bound arguments into one buffer with that layout.
 
 Example::
 
@@ -36,7 +36,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import attrs
 
 from ptxforge.errors import LaunchError
-from ptxforge.ptx import ir
+from ptxforge.ptx import ir, layout
+from ptxforge.ptx.layout import ParamSlot, element_count, param_align, params_size
 from ptxforge.ptx.types import Kind, PtxType
 
 from .arrays import (
@@ -96,30 +97,21 @@ BoundArg = Union[ScalarArg, DeviceArg, HostArg]
 # --- parameter layout ------------------------------------------------------------------------
 
 def _elements(param: ir.Param) -> int:
-    count = 1
-    for d in param.dims:
-        if d is None:
-            raise LaunchError(f"parameter {param.name!r} is an unsized array ({param.type}[]); "
-                              "a kernel parameter needs a fixed size")
-        count *= int(d)
+    count = element_count(param.dims)
+    if count is None:
+        raise LaunchError(f"parameter {param.name!r} is an unsized array ({param.type}[]); "
+                          "a kernel parameter needs a fixed size")
     return count
 
 
 def param_size(param: ir.Param) -> int:
-    """Size in bytes of the parameter as the kernel sees it (8 for a 64-bit pointer)."""
-    if param.type.is_pred:
-        return 1
-    return max(param.type.bits // 8, 1) * _elements(param)
+    """Size in bytes of the parameter as the kernel sees it (8 for a 64-bit pointer).
 
-
-def param_align(param: ir.Param) -> int:
-    """Alignment in bytes: the element's natural size, or the declared ``.align`` if larger.
-
-    ptxas never places a parameter below its element's natural alignment, whatever
-    ``.align`` says (``.param .align 4 .b64 x[2]`` lands on a multiple of 8).
+    :func:`ptxforge.ptx.layout.param_size`, refusing an unsized array with a
+    :class:`~ptxforge.LaunchError`.
     """
-    natural = max(param.type.bits // 8, 1)
-    return max(int(param.align), natural) if param.align is not None else natural
+    _elements(param)
+    return layout.param_size(param)
 
 
 def accepts_array(param: ir.Param) -> bool:
@@ -134,24 +126,9 @@ def accepts_array(param: ir.Param) -> bool:
     return param.type.bits == 64 and param.type.kind in (Kind.UNSIGNED, Kind.SIGNED, Kind.BITS)
 
 
-@attrs.frozen(slots=True)
-class ParamSlot:
-    """Where one parameter lives in the kernel's parameter buffer."""
-
-    name: str
-    offset: int
-    size: int
-    align: int
-
-
 def param_layout(params: Sequence[ir.Param]) -> tuple[ParamSlot, ...]:
-    """Byte offset, size and alignment of each parameter, as ptxas lays them out.
-
-    Each parameter starts at the next multiple of its alignment (:func:`param_align`: the
-    larger of its element size and its ``.align``); a pointer's ``.ptr.align`` is the
-    pointee's alignment and does not move the parameter.
-    This is what ptxas records in the cubin (``EIATTR_KPARAM_INFO``) and what the driver
-    reports through ``cuFuncGetParamInfo``.
+    """Byte offset, size and alignment of each parameter, as ptxas lays them out
+    (:func:`ptxforge.ptx.layout.param_layout`; an unsized array raises :class:`~ptxforge.LaunchError`).
 
     Example::
 
@@ -160,13 +137,9 @@ def param_layout(params: Sequence[ir.Param]) -> tuple[ParamSlot, ...]:
         ...                                            ir.Param("b", types.f64)))]
         [(0, 1), (8, 8)]
     """
-    slots, end = [], 0
     for param in params:
-        align, size = param_align(param), param_size(param)
-        offset = -(-end // align) * align
-        slots.append(ParamSlot(param.name, offset, size, align))
-        end = offset + size
-    return tuple(slots)
+        _elements(param)
+    return layout.param_layout(params)
 
 
 def _where(kernel_name: str, param: ir.Param, index: int) -> str:
@@ -378,7 +351,7 @@ def pack_param_buffer(bound: Sequence[BoundArg], device_ptrs: Optional[Mapping[i
     address of its copy: ``device_ptrs`` maps its index in ``bound`` to that address.
     """
     slots = param_layout([arg.param for arg in bound])
-    out = bytearray(slots[-1].offset + slots[-1].size if slots else 0)
+    out = bytearray(params_size(slots))
     for index, (arg, slot) in enumerate(zip(bound, slots)):
         if isinstance(arg, HostArg):
             if device_ptrs is None or index not in device_ptrs:

@@ -34,6 +34,16 @@ from typing import TYPE_CHECKING, Optional
 import attrs
 
 from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
+# every measured constant (the +2, R1, the holes, the floors, the predicate file)
+from ptxforge.arch.ptxas_model import (
+    CALL_FLOOR,
+    FIXED_OVERHEAD,
+    HOLES,
+    PREDICATE_FILE,
+    REGCOUNT_RESERVED,
+    WARP_SYNC_FLOOR,
+    WARP_SYNC_FLOOR_TARGETS,
+)
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 
@@ -46,21 +56,14 @@ __all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXE
 #: Opcode prefixes of the warp-synchronous instructions that lift ptxas 13's count to 24 on
 #: sm_75..sm_89 (measured; see the module docstring and tests/reports/test_compare.py).
 WARP_SYNC_PREFIXES = ("shfl.sync", "vote.sync", "bar.warp.sync", "redux.sync", "match.sync")
-_FLOOR = 24
-#: Registers ptxas's count carries beyond the values live at once, whatever the kernel: R1
-#: (the stack pointer, live throughout) and the 2 the count adds above the highest register
-#: used (measured, docs/sass.md).  A gap within it (plus a few pair-alignment holes,
-#: ``_SMALL_GAP``) is overhead, not pressure.
-FIXED_OVERHEAD = 3
-_SMALL_GAP = 4
-_WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
 
 EXPLANATIONS = (
-    "ptxas's count is the highest physical register index the SASS uses + 1, plus 2 "
-    "(measured with ptxas 13 on sm_75 to sm_120), not the most registers live at once: "
-    "64-bit values take aligned register pairs, leaving holes (`ptxforge sass` shows the "
-    "registers live in the SASS).",
-    "Predicates live in their own file (7 per thread) and are not in ptxas's register count.",
+    "ptxas's count is the highest physical register index the SASS uses + 1, plus "
+    f"{REGCOUNT_RESERVED} (measured with ptxas 13 on sm_75 to sm_120), not the most registers "
+    "live at once: 64-bit values take aligned register pairs, leaving holes (`ptxforge sass` "
+    "shows the registers live in the SASS).",
+    f"Predicates live in their own file ({PREDICATE_FILE} per thread) and are not in ptxas's "
+    "register count.",
     "Constants and kernel parameters are folded into instructions (immediates, c[0x0][...] "
     "operands), so values the PTX keeps in registers may cost none.",
     "Under a register cap ptxas trades registers for spills (local memory traffic) and "
@@ -127,16 +130,17 @@ class Comparison:
         """The note for a register floor that explains the gap, or ""."""
         if "call" in self.features and self.stats.registers > self.estimate.registers:
             return ("The kernel calls functions: its register count is the maximum over its "
-                    "call graph (at least 24 on every target, for the call ABI), while the "
-                    "estimate covers this kernel's own body; analyse the callees too.")
-        if not self.estimate.registers < _FLOOR <= self.stats.registers:
+                    f"call graph (at least {CALL_FLOOR} on every target, for the call ABI), "
+                    "while the estimate covers this kernel's own body; analyse the callees too.")
+        if not self.estimate.registers < WARP_SYNC_FLOOR <= self.stats.registers:
             return ""
-        if "warp-sync" in self.features and as_target(self.target).base in _WARP_SYNC_FLOOR_TARGETS:
+        if "warp-sync" in self.features and as_target(self.target).base in WARP_SYNC_FLOOR_TARGETS:
             return (f"The kernel uses warp-synchronous instructions: ptxas 13 gives such "
-                    f"kernels at least 24 registers on {self.target} (sm_75 to sm_89; a "
-                    "one-shfl kernel gets 24 instead of 8), so the gap is that floor: ptxas "
-                    "puts its __cuda_sm70_* helper functions (24 registers, the call ABI) in "
-                    "the kernel's call graph even where the instruction is inlined.")
+                    f"kernels at least {WARP_SYNC_FLOOR} registers on {self.target} (sm_75 "
+                    f"to sm_89; a one-shfl kernel gets {WARP_SYNC_FLOOR} instead of 8), so the "
+                    "gap is that floor: ptxas puts its __cuda_sm70_* helper functions "
+                    f"({WARP_SYNC_FLOOR} registers, the call ABI) in the kernel's call graph "
+                    "even where the instruction is inlined.")
         return ""
 
     def _spill_note(self) -> str:
@@ -208,20 +212,21 @@ class Comparison:
                 out.append(floor)
         beyond = self.difference - FIXED_OVERHEAD
         if (not s.spills and not floor and self.ratio is not None and self.ratio >= 1.5
-                and beyond >= _SMALL_GAP and beyond >= self.estimate.registers / 2):
+                and beyond >= HOLES and beyond >= self.estimate.registers / 2):
             out.append(f"ptxas uses {self.ratio:.1f}x the estimate. The estimate follows the PTX "
                        "instruction order; ptxas schedules loads early (and unrolls loops) to "
                        "hide latency, which keeps more values live at once. Put loads next to "
                        "their uses, or cap registers (see the sweep) to trade that back.")
-        elif not floor and 0 < self.difference and beyond < _SMALL_GAP and not s.spills:
+        elif not floor and 0 < self.difference and beyond < HOLES and not s.spills:
             out.append(f"The gap ({self.difference:+d}) is ptxas's fixed overhead, not "
                        f"pressure: its count is the highest register the SASS uses + 1, plus "
-                       f"2, and R1 (the stack pointer) is live throughout, which the PTX has "
-                       f"no value for ({FIXED_OVERHEAD} in all); 64-bit values in aligned "
-                       "pairs leave the rest as holes (docs/sass.md).")
-        if self.estimate.predicates > 7:
-            out.append(f"{self.estimate.predicates} live predicates exceed the 7 predicate "
-                       "registers: the excess costs general registers.")
+                       f"{REGCOUNT_RESERVED}, and R1 (the stack pointer) is live throughout, "
+                       f"which the PTX has no value for ({FIXED_OVERHEAD} in all); 64-bit "
+                       "values in aligned pairs leave the rest as holes (docs/sass.md).")
+        if self.estimate.predicates > PREDICATE_FILE:
+            out.append(f"{self.estimate.predicates} live predicates exceed the "
+                       f"{PREDICATE_FILE} predicate registers: the excess costs general "
+                       "registers.")
         oe, op = self.occupancy_estimate, self.occupancy_ptxas
         if oe is not None and op is not None and oe.active_blocks != op.active_blocks:
             out.append(f"The gap changes occupancy: {self.occupancy_estimate.active_blocks} blocks/SM "

@@ -36,6 +36,8 @@ from collections import Counter
 
 import attrs
 
+from ptxforge.arch.ptxas_model import REGCOUNT_RESERVED
+
 __all__ = ["REASONS", "Gap", "GapReason", "explain_gap"]
 
 #: Every reason, in the order reports list them.
@@ -44,8 +46,8 @@ REASONS = ("fixed overhead", "call-graph floor", "alignment holes", "ABI call cl
            "folded away", "not live here", "peak elsewhere", "not traced")
 
 _WHY = {
-    "fixed overhead": "REGCOUNT is the highest register used + 1, plus 2; R1 is the stack "
-                      "pointer",
+    "fixed overhead": f"REGCOUNT is the highest register used + 1, plus {REGCOUNT_RESERVED}; "
+                      "R1 is the stack pointer",
     "call-graph floor": "a function the kernel calls needs more registers",
     "alignment holes": "registers below the highest one, not live at the SASS peak (64-bit "
                        "values take aligned pairs)",
@@ -117,7 +119,8 @@ def _live_units(liveness, index: int | None) -> tuple:
     return len(pairs), pairs
 
 
-def explain_gap(report, trace, liveness=None, span_reserved: int = 2) -> Gap | None:
+def explain_gap(report, trace, liveness=None,
+                span_reserved: int = REGCOUNT_RESERVED) -> Gap | None:
     """The gap of a :class:`~ptxforge.reports.sass.SassKernelReport` (with its estimate and
     REGCOUNT) explained from its :class:`~ptxforge.reports.sass_trace.KernelTrace` and the
     kernel's PTX :class:`~ptxforge.analysis.liveness.Liveness` (None, or a SASS peak outside
@@ -169,6 +172,7 @@ def explain_gap(report, trace, liveness=None, span_reserved: int = 2) -> Gap | N
     if plus < span_reserved:   # a subroutine compiled into the kernel holds the top register
         why["fixed overhead"] = (f"REGCOUNT is the highest register used + 1, plus {plus} (a "
                                  "subroutine ptxas compiled into the kernel holds the highest "
-                                 "register: its code gets no +2); R1 is the stack pointer")
+                                 f"register: its code gets no +{REGCOUNT_RESERVED}); R1 is the "
+                                 "stack pointer")
     reasons = tuple(GapReason(r, parts[r], why[r]) for r in REASONS if parts.get(r))
     return Gap(regcount, est, reasons)

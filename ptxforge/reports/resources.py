@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Optional, Union
 import attrs
 
 from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
+from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
+from ptxforge.ptx.layout import var_size
 
 if TYPE_CHECKING:
     from ptxforge.toolchain.kernel_stats import KernelStats
@@ -46,17 +48,7 @@ DEFAULT_ARCH = "sm_80"
 #: Threads per block when neither ``block`` nor the kernel's launch bounds say one.
 DEFAULT_BLOCK = 256
 #: Registers a thread can have on every target ptxforge knows (sm_70 … sm_121).
-MAX_REGISTERS = 255
-
-
-def _var_bytes(v: ir.VarDecl) -> int:
-    """Size of a declared variable in bytes (0 for an unsized ``[]`` array)."""
-    n = max(v.type.bits // 8, 1) * (getattr(v, "vector", None) or 1)
-    for d in v.dims:
-        if d is None:
-            return 0
-        n *= d
-    return n
+MAX_REGISTERS = REGISTER_LIMIT
 
 
 def _symbols(kernel: ir.Kernel) -> set:
@@ -79,7 +71,7 @@ def _symbols(kernel: ir.Kernel) -> set:
 
 
 def _declared(kernel: ir.Kernel, space: str) -> int:
-    return sum(_var_bytes(s) for s in (kernel.body or ())
+    return sum(var_size(s) for s in (kernel.body or ())
                if isinstance(s, ir.VarDecl) and s.space.lstrip(".") == space)
 
 
@@ -92,7 +84,7 @@ def static_shared_bytes(module: ir.Module, kernel: ir.Kernel) -> int:
                    if isinstance(g, ir.VarDecl) and g.space.lstrip(".") == "shared"]
     if module_vars:
         used = _symbols(kernel)
-        total += sum(_var_bytes(g) for g in module_vars if g.name in used)
+        total += sum(var_size(g) for g in module_vars if g.name in used)
     return total
 
 

@@ -46,6 +46,7 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge._text import clip, plural, reg_ranges, short_loc, short_path, table, wrap
+from ptxforge.arch.ptxas_model import REGCOUNT_RESERVED, regcount_from_spans
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
@@ -64,9 +65,9 @@ __all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "kernel_repor
            "sass_report"]
 
 SCHEMA = "ptxforge.sass/1"
-#: Registers ptxas 13 counts beyond the highest GPR index + 1 of a kernel's own code (measured,
-#: sm_75 … sm_120; subroutines compiled into a whole-program kernel get none).
-RESERVED = 2
+#: Registers ptxas 13 counts beyond the highest GPR index + 1 of a kernel's own code
+#: (:data:`ptxforge.arch.ptxas_model.REGCOUNT_RESERVED`, with its measurement).
+RESERVED = REGCOUNT_RESERVED
 
 
 @attrs.frozen(slots=True)
@@ -143,7 +144,7 @@ class SassKernelReport:
         floor = 0 if top is None else (top.regcount or 0)
         if not span:
             return f"REGCOUNT {r} with no GPR used"
-        if r == own + RESERVED and sub <= r and floor <= r:
+        if r == own + RESERVED == regcount_from_spans(own, sub, floor):
             if not sub:
                 return f"REGCOUNT {r} = highest GPR used (R{span - 1}) + 1 + {RESERVED}"
             return (f"REGCOUNT {r} = highest GPR of the kernel's own code (R{own - 1}) + 1 + "

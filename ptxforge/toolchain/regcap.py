@@ -30,11 +30,12 @@ from typing import Optional
 import attrs
 
 from ptxforge.arch.occupancy import arch_props, occupancy, unknown_arch_reason
+from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 
 __all__ = ["NO_CAP", "RegisterCap", "implied_register_cap", "resolve_register_cap"]
 
-#: EIATTR_MAXREG_COUNT of a kernel compiled without a cap.
-NO_CAP = 255
+#: EIATTR_MAXREG_COUNT of a kernel compiled without a cap (ptxas's register limit).
+NO_CAP = REGISTER_LIMIT
 
 
 def implied_register_cap(threads: int, min_blocks: int = 1, target: str = "sm_80") -> int:

@@ -18,14 +18,11 @@ Example::
 
 from __future__ import annotations
 
+# measured with ptxas; see ptxforge.arch.ptxas_model
+from ptxforge.arch.ptxas_model import CALL_FLOOR, PREDICATE_FILE
 from ptxforge.ptx import ir
 
 __all__ = ["CALL_FLOOR", "PREDICATE_FILE", "call_targets", "has_call"]
-
-#: The least count of a kernel that calls a function (whole-program ptxas 13.5, sm_80).
-CALL_FLOOR = 24
-#: Predicate registers per thread (P0..P6; PT is the constant true).
-PREDICATE_FILE = 7
 
 
 def call_targets(kernel: ir.Kernel) -> tuple[str, ...]:

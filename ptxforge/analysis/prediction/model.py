@@ -41,11 +41,13 @@ import math
 import attrs
 
 from ptxforge.arch.occupancy import arch_props
+# the measured constants (R1 + the +2, the holes, the 255 limit): ptxforge.arch.ptxas_model
+from ptxforge.arch.ptxas_model import CALL_FLOOR, FIXED_OVERHEAD, HOLES, REGISTER_LIMIT
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
 from ..liveness import analyze_liveness
-from .abi import CALL_FLOOR, call_targets
+from .abi import call_targets
 from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
 from .view import sass_view
@@ -65,12 +67,6 @@ __all__ = [
 
 #: The model's version: bump it whenever a rule or a constant changes.
 MODEL = "ptxforge-predict/3 (whole-program ptxas 13.5, sm_80)"
-#: R1 (the stack pointer) + the 2 ptxas's count adds above the highest register used.
-FIXED_OVERHEAD = 3
-#: Alignment and allocation holes below the highest register (median on the training split).
-HOLES = 4
-#: The most registers ptxas gives a thread (sm_50 onwards).
-REGISTER_LIMIT = 255
 #: The occupancy budget where the target has no occupancy table.
 FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: 10th and 90th percentiles on the training split.

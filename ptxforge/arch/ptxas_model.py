@@ -1,0 +1,86 @@
+"""Every measured ptxas register constant, once, next to the measurement it came from.
+
+ptxas's register count (REGCOUNT, what a kernel launches with) is not the most values live at
+once; these numbers are the systematic parts of the difference, measured by compiling the test
+corpus and reading the SASS back (``docs/sass.md``, ``docs/prediction.md``).  The estimate notes
+(``reports.estimate``), the gap split (``reports.gap``), the SASS report (``reports.sass``), the
+prediction (``analysis.prediction``) and the register caps (``toolchain.regcap``) all read them
+here.  It lives in ``arch/`` because every one of those wings may import ``arch`` (``analysis``
+may not import ``toolchain`` or ``reports``), and because these are facts about what ptxas does
+on the targets of the registry, not about any one analysis.
+
+Example::
+
+    >>> FIXED_OVERHEAD == STACK_POINTER + REGCOUNT_RESERVED
+    True
+    >>> regcount_from_spans(own=30, subroutines=0, callees=24)
+    32
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "REGCOUNT_RESERVED",
+    "STACK_POINTER",
+    "FIXED_OVERHEAD",
+    "HOLES",
+    "CALL_FLOOR",
+    "WARP_SYNC_FLOOR",
+    "WARP_SYNC_FLOOR_TARGETS",
+    "PREDICATE_FILE",
+    "REGISTER_LIMIT",
+    "regcount_from_spans",
+]
+
+#: Registers REGCOUNT carries above the highest GPR index + 1 of a kernel's own code.
+#: Measured with ptxas 13 (nvJitLink 13.5) and nvdisasm 13.5 on sm_75 … sm_120, every corpus
+#: kernel, whole-program and relocatable: REGCOUNT = highest GPR used + 1 + 2; the code of a
+#: subroutine ptxas compiled into the kernel gets no +2 (docs/sass.md).
+REGCOUNT_RESERVED = 2
+
+#: R1, the stack pointer: live throughout every kernel's SASS, with no PTX value behind it.
+STACK_POINTER = 1
+
+#: What ptxas's count carries beyond the values live at once, whatever the kernel: R1 plus the
+#: +2 above the highest register used (so a kernel with 5 values live gets at least 8).
+FIXED_OVERHEAD = STACK_POINTER + REGCOUNT_RESERVED
+
+#: Alignment and allocation holes below the highest register: 64-bit values take even-aligned
+#: pairs (128-bit ones quads).  The median on the prediction's training split; a gap within
+#: FIXED_OVERHEAD + HOLES is overhead, not pressure (the estimate notes).
+HOLES = 4
+
+#: The least count of a kernel that calls a function ptxas does not inline (the call ABI:
+#: callee-saved registers, arguments from R4).  Whole-program ptxas 13.5 on sm_80, every corpus
+#: kernel with a call: call_indirect 24, sobel_fnptr 26, call_chain 30.
+CALL_FLOOR = 24
+
+#: The least count of a kernel with any warp-synchronous instruction (shfl.sync, vote.sync,
+#: bar.warp.sync, redux.sync, match.sync) on :data:`WARP_SYNC_FLOOR_TARGETS`: ptxas 13
+#: (nvJitLink 13.5) puts its ``__cuda_sm70_*`` helpers, which need 24 (the call ABI), in the
+#: kernel's call graph even where it inlines the instruction; a one-shfl kernel gets 24
+#: instead of 8.  Not on sm_90+, not with the CUDA 12.9 ptxas.
+WARP_SYNC_FLOOR = CALL_FLOOR
+#: The targets where :data:`WARP_SYNC_FLOOR` applies (measured: sm_75 to sm_89).
+WARP_SYNC_FLOOR_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89")
+
+#: Predicate registers per thread (P0..P6; PT is the constant true).  They are not in REGCOUNT,
+#: unless more are live at once: ptxas keeps the excess in general registers.
+PREDICATE_FILE = 7
+
+#: The most registers ptxas gives a thread (sm_50 onwards), and the EIATTR_MAXREG_COUNT of a
+#: kernel compiled without a cap.
+REGISTER_LIMIT = 255
+
+
+def regcount_from_spans(own: int, subroutines: int = 0, callees: int = 0) -> int:
+    """REGCOUNT from the SASS, by the measured rule: the highest GPR + 1 of the kernel's own
+    code plus :data:`REGCOUNT_RESERVED`, or the span of a subroutine compiled into it, or the
+    largest count in its call graph, whichever is highest.
+
+    Example::
+
+        >>> regcount_from_spans(own=8), regcount_from_spans(own=8, subroutines=24)
+        (10, 24)
+    """
+    return max(own + REGCOUNT_RESERVED, subroutines, callees)
