@@ -215,7 +215,7 @@ class Liveness:
         for c in range(N_CLASSES):
             if not CLASS_UNITS[c] or not self._class_used[c]:
                 continue
-            col = self._column(c, where)
+            col: Iterable[int] = self._column(c, where)
             if CLASS_UNITS[c] != 1:
                 col = map(mul, col, repeat(CLASS_UNITS[c]))
             total = list(col) if total is None else list(map(add, total, col))
@@ -495,8 +495,8 @@ def _weighted(cols: list, weights: list, n: int) -> array:
     """Sum of ``weight * column`` over the columns, as an array of length ``n``."""
     if not cols:
         return array("i", [0]) * n
-    total = None
-    for col, w in zip(cols, weights):
+    total: Iterable[int] = ()
+    for i, (col, w) in enumerate(zip(cols, weights)):
         term = col if w == 1 else map(mul, col, repeat(w))
-        total = term if total is None else map(add, total, term)
+        total = term if i == 0 else map(add, total, term)
     return array("i", total)

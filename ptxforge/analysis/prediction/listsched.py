@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import attrs
@@ -115,7 +116,7 @@ class _Graph(NamedTuple):
     terms: list  # the terminators (each waits for every instruction before it, implicitly)
 
 
-def _dependences(insts: list, uses: list, defs: list) -> _Graph:
+def _dependences(insts: list, uses: Sequence, defs: Sequence) -> _Graph:
     """The dependences of one basic block (module docstring): registers (read after write,
     write after read, write after write), memory by state space, barriers and fences,
     warp-collectives in order, the terminator last."""
@@ -227,7 +228,7 @@ class _Pressure(NamedTuple):
     fresh_writers: dict  # per register: the instructions that write it without reading it
 
 
-def _pressure(reads: list, writes: list, live_out: set) -> _Pressure:
+def _pressure(reads: Sequence, writes: Sequence, live_out: set) -> _Pressure:
     """The scheduler's starting pressure state for a block (before anything issues): pending
     uses per register inside the block (a value dies at its last one unless live out) and, per
     instruction, the registers it writes and does not read."""
@@ -265,7 +266,7 @@ def _pressure(reads: list, writes: list, live_out: set) -> _Pressure:
     return _Pressure(pending, users, live, live_out, fresh, fresh_writers)
 
 
-def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_out: set,
+def _block_order(insts: list, uses: Sequence, defs: Sequence, units, live_in: set, live_out: set,
                  base: int, budget: int, stop_at: int | None = None) -> tuple[list | None, int]:
     """The positions of ``insts`` (one basic block) in the scheduled order, and the most
     units live at one of them in that order (``base``: live on entry); (None, the peak so
@@ -277,7 +278,7 @@ def _block_order(insts: list, uses: list, defs: list, units, live_in: set, live_
                      live_in, live_out, base, budget, stop_at)
 
 
-def _schedule(g: _Graph, height: list, state: _Pressure, reads: list, writes: list, units,
+def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes: Sequence, units,
               live_in: set, stays_out: set, base: int, budget: int,
               stop_at: int | None) -> tuple[list | None, int]:
     """:func:`_block_order` once the graph, the heights and the pressure state are known:
