@@ -380,7 +380,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
     return order, peak
 
 
-def _first_ready(npred: list, height: list, state: _Pressure, reads: list,
+def _first_ready(npred: list, height: list, state: _Pressure, reads: Sequence,
                  units) -> tuple[list, list, list, list]:
     """The instructions ready before anything issues, twice, as heaps: by latency
     ``(-height, i)`` and by pressure ``(delta, i)`` (both drop entries lazily: an issued
