@@ -400,7 +400,7 @@ def _first_ready(npred: list, height: list, state: _Pressure, reads: Sequence,
     return ready, by_delta, delta, is_ready
 
 
-def _delta_of(j: int, fresh: list, reads: list, live: set, pending: dict, live_out: set,
+def _delta_of(j: int, fresh: list, reads: Sequence, live: set, pending: dict, live_out: set,
               units) -> int:
     """The change in live units if ``j`` issued now."""
     d = 0
