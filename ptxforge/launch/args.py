@@ -14,7 +14,8 @@ naming the parameter *before* anything touches a GPU.  Each parameter becomes on
 
 :func:`param_layout` places the parameters the way ptxas does (the one layout of
 :mod:`ptxforge.ptx.layout`: each at the next multiple of the larger of its ``.align`` and its
-element size; no padding at the end) and :func:`pack_param_buffer` writes the bound arguments into one buffer with that layout.
+element size; no padding at the end) and :func:`pack_param_buffer` writes the bound arguments
+into one buffer with that layout.
 
 Example::
 
