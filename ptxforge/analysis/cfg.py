@@ -151,7 +151,6 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     Example::
 
         >>> from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import Terminator, families_with
         >>> build_cfg(ir.Kernel("k", body=(ir.Instruction("ret"),))).blocks[0].successors
         ()
     """

@@ -271,13 +271,6 @@ class OpInfo:
         """Shorthand for ``has(Terminator)``."""
         return self.has(Terminator)
 
-    @property
-    def requirement(self):
-        """What every form of the family needs (:func:`ptxforge.ptx.isa.requirement` of the
-        bare family): the minimum target and PTX ISA version."""
-        from . import isa
-        return isa.requirement(self.family)
-
 
 def _row(family: str, mods: str = "", *traits, loose: bool = False, latency: str = "alu",
          shape: str = "", widths: Optional[tuple] = None) -> OpInfo:
