@@ -65,7 +65,7 @@ _WHY = {
 }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class GapReason:
     """One part of the gap: a reason, its registers (negative: the estimate counts more) and
     what it means."""
@@ -78,7 +78,7 @@ class GapReason:
         return {"reason": self.reason, "registers": self.registers, "detail": self.detail}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Gap:
     """REGCOUNT − estimate and its reasons (non-zero ones, :data:`REASONS` order); they sum
     to ``total`` exactly."""
@@ -170,5 +170,6 @@ def explain_gap(report, trace, liveness=None, span_reserved: int = 2) -> Gap | N
         why["fixed overhead"] = (f"REGCOUNT is the highest register used + 1, plus {plus} (a "
                                  "subroutine ptxas compiled into the kernel holds the highest "
                                  "register: its code gets no +2); R1 is the stack pointer")
-    reasons = tuple(GapReason(r, parts[r], why[r]) for r in REASONS if parts.get(r))
-    return Gap(regcount, est, reasons)
+    reasons = tuple(GapReason(reason=r, registers=parts[r], detail=why[r])
+                    for r in REASONS if parts.get(r))
+    return Gap(regcount=regcount, estimate=est, reasons=reasons)
