@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import struct
+from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
@@ -56,7 +57,8 @@ class ModuleImage:
     data: bytes = attrs.field(repr=False)
     ptx: Optional[str] = attrs.field(default=None, repr=False)
     target: Optional[str] = None
-    signatures: Mapping[str, tuple] = attrs.field(factory=dict, repr=False)
+    signatures: Mapping[str, tuple] = attrs.field(factory=dict, repr=False,
+                                                  converter=lambda m: MappingProxyType(dict(m)))
     signature_error: Optional[str] = None
 
 

@@ -95,7 +95,7 @@ class ParsedFunction:
     labels: tuple = ()   # ((label, offset of the instruction it names), …), e.g. (".L_x_3", 0x170)
 
 
-@attrs.define(kw_only=True)
+@attrs.frozen(slots=True, kw_only=True)
 class _Group:
     name: str
     width: int
