@@ -78,7 +78,7 @@ def main() -> None:
     from ptxforge.ptx.directives import ptx_entries
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.toolchain.backends import PtxasBackend
-    from ptxforge.toolchain.compile import CompileOptions
+    from ptxforge.toolchain.compile import CompileOptions, CompileRequest
 
     ptx, _ = _generate(args.kernels)
     names = [e.name for e in ptx_entries(ptx)]
@@ -93,7 +93,7 @@ def main() -> None:
 
         def before():
             for k in (a, b):
-                analyze_ptx(ptx, str(path), kernel=k, options=every)
+                analyze_ptx(ptx, str(path), kernel=k, request=CompileRequest(options=every))
 
         def after():
             with contextlib.redirect_stdout(io.StringIO()):

@@ -253,7 +253,7 @@ def phases(files: list) -> None:
             for k in module.kernels:
                 instruction_mix(k)
             t4 = time.perf_counter()
-            analyze_module(module, None, None, compile=False, ptx=ptx).to_text(10, "line", None)
+            analyze_module(module, compile=False, ptx=ptx).to_text(10, "line", None)
             t5 = time.perf_counter()
             print(f"   {label:22s} {t1 - t0:7.2f} {t2 - t1:9.2f} {t3 - t2:8.2f} {t4 - t3:6.2f} "
                   f"{t5 - t4:8.2f}")
@@ -272,7 +272,7 @@ def profile(tmp: Path) -> None:
     prof = cProfile.Profile()
     prof.enable()
     # summary=None: the one-line-per-kernel text ``analyze`` prints above 20 kernels
-    analyze_ptx(ptx, "many.ptx", None, None, compile=False).to_text(10, "line", None)
+    analyze_ptx(ptx, "many.ptx", compile=False).to_text(10, "line", None)
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 

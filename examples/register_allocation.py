@@ -17,6 +17,7 @@ import sys
 import ptxforge
 from ptxforge import (
     KernelBuilder,
+    LaunchSpec,
     analyze_pressure,
     compare_with_ptxas,
     compile_ptx,
@@ -95,7 +96,7 @@ def show(module, target: str, block: int, gpu: bool) -> dict:
     kernel = module.kernels[-1]
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target)[kernel.name]
-    cmp = compare_with_ptxas(report, stats, block_size=block, target=target, kernel=kernel)
+    cmp = compare_with_ptxas(report, stats, LaunchSpec(target=target, block=block), kernel=kernel)
     pred = predict_registers(kernel, live_units=report.peak.units)
     occ_e, occ_p = cmp.occupancy_estimate, cmp.occupancy_ptxas
     line = (f"  {kernel.name:<20} estimate {report.peak.units:>3} regs + {report.pred_peak.units} pred"

@@ -51,7 +51,7 @@ _LAZY = {
     "analyze_pressure": "analysis.pressure", "PressureReport": "analysis.pressure",
     "Occupancy": "arch.occupancy", "occupancy": "arch.occupancy",
     "register_cliffs": "arch.occupancy",
-    "Target": "arch.targets", "target": "arch.targets",
+    "Target": "arch.targets", "target": "arch.targets", "LaunchSpec": "arch.spec",
     "KernelBuilder": "dsl.builder", "ModuleBuilder": "dsl.builder",
     "emit": "ptx.emit", "Kernel": "ptx.ir", "Module": "ptx.ir",
     "parse": "ptx.parse", "parse_file": "ptx.parse",
@@ -61,7 +61,8 @@ _LAZY = {
     "Comparison": "reports.estimate", "compare_with_ptxas": "reports.estimate",
     "SassReport": "reports.sass", "sass_report": "reports.sass",
     "compare_variants": "reports.variants",
-    "CompileOptions": "toolchain.compile", "KernelStats": "toolchain.compile",
+    "CompileOptions": "toolchain.compile", "CompileRequest": "toolchain.compile",
+    "KernelStats": "toolchain.compile",
     "compile_ptx": "toolchain.compile",
     "sweep": "toolchain.sweep",
 }
@@ -69,6 +70,7 @@ _LAZY = {
 if TYPE_CHECKING:  # for type checkers and editors: the names as plain imports
     from .analysis.pressure import PressureReport, analyze_pressure
     from .arch.occupancy import Occupancy, occupancy, register_cliffs
+    from .arch.spec import LaunchSpec
     from .arch.targets import Target, target
     from .dsl.builder import KernelBuilder, ModuleBuilder
     from .ptx.emit import emit
@@ -79,7 +81,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the names as plain imports
     from .reports.estimate import Comparison, compare_with_ptxas
     from .reports.sass import SassReport, sass_report
     from .reports.variants import compare_variants
-    from .toolchain.compile import CompileOptions, KernelStats, compile_ptx
+    from .toolchain.compile import CompileOptions, CompileRequest, KernelStats, compile_ptx
     from .toolchain.sweep import sweep
 
 
@@ -117,12 +119,12 @@ __all__ = [
     # analysis (no compiler)
     "analyze_pressure", "PressureReport",
     # toolchain (ptxas)
-    "compile_ptx", "CompileOptions", "KernelStats", "sweep",
+    "compile_ptx", "CompileOptions", "CompileRequest", "KernelStats", "sweep",
     # reports
     "analyze_ptx", "analyze_module", "ModuleAnalysis", "KernelAnalysis", "compare_with_ptxas",
     "Comparison", "compare_variants", "sass_report", "SassReport", "analyze_cubin",
-    # targets and occupancy
-    "Target", "target", "occupancy", "Occupancy", "register_cliffs",
+    # targets, the launch an analysis assumes, and occupancy
+    "Target", "target", "LaunchSpec", "occupancy", "Occupancy", "register_cliffs",
     # GPU
     "load",
     # errors

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 
+import attrs
+
 from ptxforge.cli.common import (
     EXIT_OK,
     InputError,
     UsageError,
     add_common,
-    compile_kwargs,
     count_type,
     emit,
     progress_printer,
     read_input,
+    request_from_args,
+    spec_from_args,
 )
 
 __all__ = ["add", "run"]
@@ -56,23 +59,23 @@ def run(args) -> int:
         emit(args, [r.to_dict(args.top) for r in res] if args.json else None,
              lambda: "\n".join(r.to_text(args.top, args.by) for r in res))
         return EXIT_OK
+    spec = spec_from_args(args)
     entry = triton_cache.entry_for_ptx(args.file)  # Triton's PTX: its block size and shared
     if entry is not None:
-        args.block = args.block or entry.block_size
-        args.smem = args.smem or entry.shared
+        spec = attrs.evolve(spec, block=spec.block or entry.block_size,
+                            dynamic_shared=spec.dynamic_shared or entry.shared)
     data, name = read_input(args.file)
     if data[:4] == b"\x7fELF":
         from ptxforge.reports.cubin import analyze_cubin
 
         if args.no_compile or args.by != "line":
             raise UsageError("analyze: --no-compile and --by apply to PTX, not to a cubin")
-        res = analyze_cubin(data, name, args.arch, args.block, kernel=args.kernel,
-                            dynamic_shared=args.smem)
+        res = analyze_cubin(data, name, spec, kernel=args.kernel)
         emit(args, res.to_dict() if args.json else None, res.to_text)
         return EXIT_OK
-    res = analyze_ptx(data, name, args.arch, args.block, not args.no_compile, kernel=args.kernel,
-                      dynamic_shared=args.smem, strict=not args.lenient,
-                      progress=progress_printer(args), **compile_kwargs(args))
+    res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
+                      kernel=args.kernel, request=request_from_args(args),
+                      progress=progress_printer(args))
     progress_printer(args, done=True)
     if entry is not None:
         res = triton_cache.with_n_spills_note(res)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge.cli.common import EXIT_USAGE, add_common, int_range, message
+from ptxforge.cli.common import EXIT_USAGE, add_common, int_range, message, spec_from_args
 from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "run"]
@@ -80,14 +80,15 @@ def run(args) -> int:
         if not paths:
             raise PtxforgeError("check: nothing to check: give FILE|DIR arguments or "
                                 "--triton-cache")
-        base = Budget(args.max_registers, True if args.no_spills else None, args.max_stack,
-                      args.min_occupancy, args.block)
+        base = Budget(max_registers=args.max_registers,
+                      no_spills=True if args.no_spills else None, max_stack=args.max_stack,
+                      min_occupancy=args.min_occupancy, block=args.block)
         budget_file = load_budget(args.budget) if args.budget else None
         if base.empty and (budget_file is None or (
                 budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
             raise PtxforgeError("check: no budget to check: give --max-registers, --no-spills, "
                                 "--max-stack, --min-occupancy or --budget FILE.toml")
-        units = collect(paths, arch=args.arch, block=args.block, dynamic_shared=args.smem)
+        units = collect(paths, spec=spec_from_args(args))
         kernels = [f for u in units for f in u.figures]
         if not kernels:
             raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")

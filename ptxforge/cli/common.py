@@ -20,7 +20,6 @@ __all__ = [
     "add_compile_options",
     "arch_type",
     "caps_type",
-    "compile_kwargs",
     "count_type",
     "emit",
     "int_range",
@@ -28,6 +27,8 @@ __all__ = [
     "pair_type",
     "progress_printer",
     "read_input",
+    "request_from_args",
+    "spec_from_args",
 ]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -178,12 +179,22 @@ def add_compile_options(sp) -> None:
                    help="relocatable figures (ptxas -c, nvcc -rdc=true); default whole-program")
 
 
-def compile_kwargs(args) -> dict:
-    """``backend`` and ``options`` for the library from the compile options of ``args``."""
+def spec_from_args(args):
+    """The :class:`~ptxforge.arch.spec.LaunchSpec` of ``--arch``, ``--block`` and ``--smem``
+    (built once per command; argparse has checked each already)."""
+    from ptxforge.arch.spec import LaunchSpec
+
+    return LaunchSpec(target=args.arch, block=getattr(args, "block", None),
+                      dynamic_shared=getattr(args, "smem", 0) or 0)
+
+
+def request_from_args(args):
+    """The :class:`~ptxforge.toolchain.compile.CompileRequest` of ``--backend``, ``--ptxas``
+    and ``--relocatable``; None under ``--no-compile`` (the compile machinery is then never
+    imported)."""
     if getattr(args, "no_compile", False) and getattr(args, "ptxas", None) is None:
-        return {}  # nothing compiles: the compile machinery is never imported
-    from ptxforge.toolchain.backends import PtxasBackend
-    from ptxforge.toolchain.compile import CompileOptions
+        return None  # nothing compiles: the compile machinery is never imported
+    from ptxforge.toolchain.compile import CompileOptions, CompileRequest
 
     backend = getattr(args, "backend", "auto")
     path = getattr(args, "ptxas", None)
@@ -200,9 +211,8 @@ def compile_kwargs(args) -> dict:
         if ptxas_version(path) == (0, 0):
             raise UsageError(f"--ptxas {path!r}: '{path} --version' names no ptxas release; "
                              "expected the path of a ptxas executable")
-        backend = PtxasBackend(path)
-    return {"backend": backend,
-            "options": CompileOptions(relocatable=getattr(args, "relocatable", False))}
+    return CompileRequest(backend=backend, ptxas=path,
+                          options=CompileOptions(relocatable=getattr(args, "relocatable", False)))
 
 
 def progress_printer(args, done: bool = False):

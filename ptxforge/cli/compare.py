@@ -7,11 +7,12 @@ from ptxforge.cli.common import (
     InputError,
     UsageError,
     add_common,
-    compile_kwargs,
     count_type,
     emit,
     pair_type,
     read_input,
+    request_from_args,
+    spec_from_args,
 )
 
 __all__ = ["add", "run"]
@@ -78,15 +79,16 @@ def run(args) -> int:
         if data[:4] == b"\x7fELF":
             raise InputError(f"{name} is a cubin: compare reads PTX (analyze reads a cubin)")
         inputs.append((data, name, [p[i] for p in pairs] if pairs else args.kernel))
-    kw = dict(dynamic_shared=args.smem, strict=not args.lenient, **compile_kwargs(args))
+    spec = spec_from_args(args)
+    kw = dict(compile=not args.no_compile, strict=not args.lenient,
+              request=request_from_args(args))
     (da, na, wa), (db, nb, wb) = inputs
     if da == db:   # one input: analyse (and compile) it once, for both sides' kernels
         both = None if wa is None or wb is None else _names(wa) + _names(wb)
-        one = analyze_ptx(da, na, args.arch, args.block, not args.no_compile, kernel=both, **kw)
+        one = analyze_ptx(da, na, spec, kernel=both, **kw)
         sides = [_only(one, wa, na), _only(one, wb, nb)]
     else:
-        sides = [analyze_ptx(d, n, args.arch, args.block, not args.no_compile, kernel=w, **kw)
-                 for d, n, w in inputs]
+        sides = [analyze_ptx(d, n, spec, kernel=w, **kw) for d, n, w in inputs]
     if pairs:   # the names as the PTX spells them (--pair takes demangled names and prefixes)
         from ptxforge.reports.names import match_kernel
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ptxforge.cli.common import EXIT_OK, UsageError, add_common
+from ptxforge.cli.common import EXIT_OK, UsageError, add_common, spec_from_args
 
 __all__ = ["add", "run"]
 
@@ -39,7 +39,7 @@ def run(args) -> int:
         raise UsageError("diff: --markdown and --json are alternatives; give one")
     sides = []
     for path in (args.old, args.new):
-        units = collect([path], arch=args.arch, block=args.block, dynamic_shared=args.smem)
+        units = collect([path], spec=spec_from_args(args))
         sides.append([f for u in units for f in u.figures])
     report = diff_figures(sides[0], sides[1], args.old, args.new)
     if args.json:

@@ -22,6 +22,7 @@ from ptxforge.cli.common import (
     int_range,
     progress_printer,
     read_input,
+    spec_from_args,
 )
 from ptxforge.errors import PtxforgeError
 
@@ -102,7 +103,7 @@ def load_python_module(path: str):
 
 def run(args) -> int:
     """Run the command; the exit status."""
-    from ptxforge.reports.html import html_report
+    from ptxforge.reports.html import PageOptions, html_report
 
     if args.json:
         raise UsageError("report: --json does not apply (the report is HTML; analyze --json "
@@ -116,11 +117,10 @@ def run(args) -> int:
         source, name = read_input(args.file)
     if args.file != "-":
         dirs.append(os.path.dirname(os.path.abspath(args.file)))
-    page = html_report(source, name, args.arch, args.block, compile=not args.no_compile,
-                       sass=not args.no_sass, sweep=args.sweep, caps=args.caps,
-                       kernel=args.kernel, spill_budget=args.spill_budget,
-                       dynamic_shared=args.smem, progress=progress_printer(args),
-                       source_dirs=tuple(dirs))
+    options = PageOptions(sass=not args.no_sass, sweep=args.sweep, caps=args.caps,
+                          spill_budget=args.spill_budget, source_dirs=dirs)
+    page = html_report(source, name, spec_from_args(args), compile=not args.no_compile,
+                       kernel=args.kernel, page=options, progress=progress_printer(args))
     if args.output == "-":
         sys.stdout.write(page)
         return EXIT_OK

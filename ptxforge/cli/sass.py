@@ -6,10 +6,11 @@ from ptxforge.cli.common import (
     EXIT_OK,
     add_compile_options,
     arch_type,
-    compile_kwargs,
     count_type,
     emit,
     read_input,
+    request_from_args,
+    spec_from_args,
 )
 
 __all__ = ["add", "run"]
@@ -43,7 +44,7 @@ def run(args) -> int:
     data, name = read_input(args.file)
     if data[:4] != b"\x7fELF":
         data = data.decode("utf-8", errors="replace")
-    res = sass_report(data, args.arch, kernel=args.kernel, file=name, strict=not args.lenient,
-                      **compile_kwargs(args))
+    res = sass_report(data, spec_from_args(args), kernel=args.kernel, file=name,
+                      strict=not args.lenient, request=request_from_args(args))
     emit(args, res.to_dict(args.top) if args.json else None, lambda: res.to_text(args.top))
     return EXIT_OK

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+import attrs
+
 from ptxforge.cli.common import (
     EXIT_OK,
     InputError,
     UsageError,
     add_common,
     caps_type,
-    compile_kwargs,
     count_type,
     emit,
     int_range,
     progress_printer,
     read_input,
+    request_from_args,
+    spec_from_args,
 )
 
 __all__ = ["add", "run"]
@@ -49,10 +52,10 @@ def run(args) -> int:
     if data[:4] == b"\x7fELF":
         raise InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
                           "PTX (analyze reads a cubin)")
-    res = sweep_report(data, name, args.arch, args.block, args.caps, args.kernel,
-                       only_caps=args.only_caps, dynamic_shared=args.smem,
-                       spill_budget=args.spill_budget, progress=progress_printer(args),
-                       **compile_kwargs(args))
+    res = sweep_report(data, name, spec_from_args(args), caps=args.caps,
+                       only_caps=args.only_caps, kernel=args.kernel,
+                       request=request_from_args(args), progress=progress_printer(args))
+    res = attrs.evolve(res, spill_budget=args.spill_budget)
     progress_printer(args, done=True)
     emit(args, res.to_dict(args.top) if args.json else None, res.to_text)
     return EXIT_OK

@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 import pathlib
 from collections.abc import Sequence
-from typing import Optional
+from typing import Union
 
 import attrs
 
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.reports.figures import kernel_figures
 
@@ -33,7 +34,7 @@ from . import triton_cache
 __all__ = ["Input", "collect", "expand"]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Input:
     """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
     relative to the folder it was found in (``rel``), the analysis and the figures."""
@@ -88,33 +89,36 @@ def _read(path: str) -> bytes:
         raise PtxforgeError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
-def _one(kind, what, rel, arch, block, dynamic_shared, compile) -> Input:
+def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool) -> Input:
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.reports.cubin import analyze_cubin
 
     if kind == "triton":
-        res, text = triton_cache.analyze_entry(what, compile=compile, target=arch)
-        return Input(what.ptx_path, kind, rel, res, kernel_figures(res, text, "triton"))
+        res, text = triton_cache.analyze_entry(what, compile=compile, target=spec.target)
+        return Input(path=what.ptx_path, kind=kind, rel=rel, analysis=res,
+                     figures=kernel_figures(res, text, "triton"))
     data = _read(what)
     if kind == "cubin":
-        res = analyze_cubin(data, what, arch, block, dynamic_shared=dynamic_shared)
-        return Input(what, kind, rel, res, kernel_figures(res))
+        res = analyze_cubin(data, what, spec)
+        return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = data.decode("utf-8", errors="replace")
-    res = analyze_ptx(text, what, arch, block, compile, dynamic_shared=dynamic_shared)
-    return Input(what, kind, rel, res, kernel_figures(res, text))
+    res = analyze_ptx(text, what, spec, compile=compile)
+    return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
 
 
-def collect(paths: Sequence, *, arch: Optional[str] = None, block: Optional[int] = None,
-            dynamic_shared: int = 0, compile: bool = True) -> tuple:
+def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
+            compile: bool = True) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
-    :class:`Input` s, in the order given (folders sorted).  ``arch`` None uses each PTX's
-    ``.target``; ``block`` None each kernel's own launch bounds (Triton: 32 × num_warps),
-    else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
+    :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
+    :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
+    PTX's ``.target``; its block None each kernel's own launch bounds (Triton: 32 ×
+    num_warps), else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
     uncompilable input."""
+    spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
     out = []
     for path in paths:
         for kind, what, rel in expand(path):
-            out.append(_one(kind, what, rel, arch, block, dynamic_shared, compile))
+            out.append(_one(kind, what, rel, spec, compile))
     return tuple(out)

@@ -68,8 +68,10 @@ def analyze(fn, signature, *, target: Union[str, int] = "sm_80", block: Optional
     :class:`~ptxforge.reports.analyze.ModuleAnalysis`); ``block`` is the launch's threads per
     block for occupancy (default 256), ``kwargs`` go to
     :func:`~ptxforge.reports.analyze.analyze_ptx`."""
+    from ptxforge.arch.spec import LaunchSpec
     from ptxforge.reports.analyze import analyze_ptx
 
+    spec = LaunchSpec(target=target, block=block)
     ptx = compile_to_ptx(fn, signature, target=target, lineinfo=lineinfo, fastmath=fastmath)
     name = f"<numba {getattr(getattr(fn, 'py_func', fn), '__name__', 'kernel')}>"
-    return analyze_ptx(ptx, name, as_target(target).name, block, compile, **kwargs)
+    return analyze_ptx(ptx, name, spec, compile=compile, **kwargs)

@@ -121,20 +121,23 @@ def compile_to_ptx(kernel, signature, constexprs: Optional[dict] = None, *,
 
 def analyze(kernel, signature, constexprs: Optional[dict] = None, *, num_warps: int = 4,
             num_stages: int = 3, target: Union[str, int] = "sm_80",
-            options: Optional[dict] = None, compile: bool = True, **kwargs):
+            options: Optional[dict] = None, **kwargs):
     """Compile a ``@triton.jit`` ``kernel`` for ``signature`` (``{argument: "*fp32" | "i32"
     | …}``), ``constexprs`` (``{name: value}``), ``num_warps`` and ``target``, without a GPU,
-    and analyse its PTX (a :class:`~ptxforge.reports.analyze.ModuleAnalysis`; ``compile``
-    runs ptxas on it, ``kwargs`` go to :func:`~ptxforge.reports.analyze.analyze_ptx`).
+    and analyse its PTX (a :class:`~ptxforge.reports.analyze.ModuleAnalysis`; ``kwargs``
+    go to :func:`~ptxforge.reports.analyze.analyze_ptx`: ``compile=False`` runs no ptxas,
+    ``request=`` says how it runs).
 
     The block size is 32 × ``num_warps`` and the dynamic shared memory Triton's own
     ``shared``; the peak's values name the kernel's Python lines.
     """
+    from ptxforge.arch.spec import LaunchSpec
     from ptxforge.reports.analyze import analyze_ptx
 
     ptx, meta = compile_to_ptx(kernel, signature, constexprs, num_warps=num_warps,
                                num_stages=num_stages, target=target, options=options)
     name = f"<triton {meta.get('name', getattr(kernel, '__name__', 'kernel'))}>"
-    res = analyze_ptx(ptx, name, as_target(target).name, 32 * num_warps, compile,
-                      dynamic_shared=int(meta.get("shared") or 0), **kwargs)
+    spec = LaunchSpec(target=target, block=32 * num_warps,
+                      dynamic_shared=int(meta.get("shared") or 0))
+    res = analyze_ptx(ptx, name, spec, **kwargs)
     return with_n_spills_note(res)

@@ -68,7 +68,7 @@ def default_cache_dir() -> pathlib.Path:
     return pathlib.Path(home) / ".triton" / "cache"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CacheEntry:
     """One compiled kernel in Triton's cache: its PTX file, name and launch metadata."""
 
@@ -117,9 +117,10 @@ def read_entry(json_path) -> Optional[CacheEntry]:
         raise PtxforgeError(f"{path}: Triton metadata with num_warps={num_warps!r}, "
                             f"shared={shared!r}; expected num_warps 1..32 and shared bytes")
     cubin = path.with_suffix(".cubin")
-    return CacheEntry(str(ptx), str(meta["name"]), num_warps, shared, meta.get("num_stages"),
-                      f"sm_{arch}" if isinstance(arch, int) else None, meta.get("hash"),
-                      str(cubin) if cubin.is_file() else None)
+    return CacheEntry(ptx_path=str(ptx), name=str(meta["name"]), num_warps=num_warps, shared=shared,
+                      num_stages=meta.get("num_stages"),
+                      arch=f"sm_{arch}" if isinstance(arch, int) else None, hash=meta.get("hash"),
+                      cubin_path=str(cubin) if cubin.is_file() else None)
 
 
 def scan(directory=None) -> tuple:
@@ -145,14 +146,15 @@ def analyze_entry(entry: CacheEntry, *, compile: bool = True, target=None, **kwa
     """:func:`~ptxforge.reports.analyze.analyze_ptx` of a cache entry at its block size
     (32 × num_warps) with its shared memory as dynamic shared memory; the analysis' notes
     gain the sentence on Triton's ``n_spills``.  Returns ``(ModuleAnalysis, ptx text)``."""
+    from ptxforge.arch.spec import LaunchSpec
     from ptxforge.reports.analyze import analyze_ptx
 
     try:
         text = pathlib.Path(entry.ptx_path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise PtxforgeError(f"cannot read {entry.ptx_path!r}: {exc.strerror or exc}") from None
-    res = analyze_ptx(text, entry.ptx_path, target, entry.block_size, compile,
-                      dynamic_shared=entry.shared, **kwargs)
+    spec = LaunchSpec(target=target, block=entry.block_size, dynamic_shared=entry.shared)
+    res = analyze_ptx(text, entry.ptx_path, spec, compile=compile, **kwargs)
     return with_n_spills_note(res), text
 
 

@@ -83,7 +83,7 @@ _FLOAT_STRUCT = {16: "e", 32: "f", 64: "d"}
 
 # --- converted arguments ---------------------------------------------------------------------
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ScalarArg:
     """A scalar (or ``.param`` array) argument: the exact bytes the parameter will hold."""
 
@@ -281,7 +281,7 @@ def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: i
     if param.type.is_pred:
         raise LaunchError(f"{where}: .pred cannot be a kernel parameter")
     if param.dims:
-        return ScalarArg(param, _pack_param_array(param, value, where), value)
+        return ScalarArg(param=param, data=_pack_param_array(param, value, where), value=value)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(value, np.ndarray):
         if not accepts_array(param):
@@ -309,8 +309,8 @@ def convert_arg(param: ir.Param, value: Any, *, kernel_name: str = "?", index: i
                               f"DLPack) or a device address, got {_describe(value)}") from None
         if address < 0 or address >= 1 << param.type.bits:
             raise LaunchError(f"{where}: address {address} does not fit {param.type}")
-        return DeviceArg(param, address, None, "address")
-    return ScalarArg(param, pack_scalar(param.type, value, where), value)
+        return DeviceArg(param=param, ptr=address, nbytes=None, source="address")
+    return ScalarArg(param=param, data=pack_scalar(param.type, value, where), value=value)
 
 
 def bind_args(kernel: ir.Kernel, args: Sequence[Any], kwargs: Optional[Mapping[str, Any]] = None,

@@ -40,7 +40,7 @@ _DL_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7
 _DLPACK_FLAG_READ_ONLY = 1 << 0
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class DeviceArg:
     """Device-accessible memory passed by address, without a copy.
 
@@ -65,7 +65,7 @@ class DeviceArg:
         return _pack_address(self.param, self.ptr)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class HostArg:
     """A host array copied in before the launch and, when ``writeback``, back out after.
 
@@ -170,8 +170,9 @@ def cuda_array_interface_info(obj: Any, param: ir.Param, where: str) -> DeviceAr
     if stream == 0:
         raise LaunchError(f"{where}: __cuda_array_interface__ 'stream' 0 is not allowed (v3); "
                           "the producer must give 1 (legacy default), 2 (per-thread) or a handle")
-    return DeviceArg(param, int(ptr or 0), nbytes, "cuda_array_interface", None, bool(readonly),
-                     None if stream is None else int(stream), obj)
+    return DeviceArg(param=param, ptr=int(ptr or 0), nbytes=nbytes, source="cuda_array_interface",
+                     device_id=None, readonly=bool(readonly),
+                     stream=None if stream is None else int(stream), keepalive=obj)
 
 
 # DLPack C structures (dlpack.h), read through ctypes.
@@ -218,7 +219,7 @@ _capsule_is_valid.restype = ctypes.c_int
 _capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class DLPackInfo:
     """What a DLPack capsule describes: the data address (with ``byte_offset`` applied), the
     device, the shape, strides in elements (None when compact), and the element type."""
@@ -324,8 +325,9 @@ def _dlpack_arg(obj: Any, param: ir.Param, where: str, stream: int,
     if not info.c_contiguous:
         raise LaunchError(f"{where}: expected a C-contiguous tensor, got shape {info.shape} with "
                           f"strides {info.strides} (in elements); make a contiguous copy first")
-    return DeviceArg(param, info.ptr, info.nbytes, "dlpack", info.device_id, info.readonly, None,
-                     (capsule, obj))
+    return DeviceArg(param=param, ptr=info.ptr, nbytes=info.nbytes, source="dlpack",
+                     device_id=info.device_id, readonly=info.readonly, stream=None,
+                     keepalive=(capsule, obj))
 
 
 def _numpy(where: str):
@@ -341,4 +343,5 @@ def _host_arg(array: Any, param: ir.Param, where: str) -> HostArg:
     if array.dtype.hasobject:
         raise LaunchError(f"{where}: expected a numeric array, got dtype {array.dtype}")
     contiguous = array if array.flags.c_contiguous else np.ascontiguousarray(array)
-    return HostArg(param, contiguous, array, int(contiguous.nbytes), bool(array.flags.writeable))
+    return HostArg(param=param, array=contiguous, target=array, nbytes=int(contiguous.nbytes),
+                   writeback=bool(array.flags.writeable))

@@ -168,7 +168,7 @@ def use_device(device: int = 0):
     return dev, ctx
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class DeviceInfo:
     """What ptxforge needs to know about a device: name, compute capability, limits."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import struct
+from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
@@ -43,7 +44,7 @@ _TARGET_RE = re.compile(r"^\s*\.target\s+(sm_\d+[af]?)", re.MULTILINE)
 _KPARAM_INFO = 0x17
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ModuleImage:
     """The bytes handed to the driver, what they are, and the kernels' signatures if known.
 
@@ -56,7 +57,8 @@ class ModuleImage:
     data: bytes = attrs.field(repr=False)
     ptx: Optional[str] = attrs.field(default=None, repr=False)
     target: Optional[str] = None
-    signatures: Mapping[str, tuple] = attrs.field(factory=dict, repr=False)
+    signatures: Mapping[str, tuple] = attrs.field(factory=dict, repr=False,
+                                                  converter=lambda m: MappingProxyType(dict(m)))
     signature_error: Optional[str] = None
 
 
@@ -120,11 +122,13 @@ def module_image(source: Any, signatures: Optional[Mapping[str, Sequence[ir.Para
         ptx = emit(source)
         sigs = {k.name: tuple(k.params) for k in source.entries}
         sigs.update(extra)
-        return ModuleImage("ptx", ptx.encode() + b"\0", ptx, source.target, sigs)
+        return ModuleImage(kind="ptx", data=ptx.encode() + b"\0", ptx=ptx, target=source.target,
+                           signatures=sigs)
     if isinstance(source, str):
         sigs, why = _signatures_from_ptx(source)
         sigs.update(extra)
-        return ModuleImage("ptx", source.encode() + b"\0", source, ptx_target(source), sigs, why)
+        return ModuleImage(kind="ptx", data=source.encode() + b"\0", ptx=source,
+                           target=ptx_target(source), signatures=sigs, signature_error=why)
     cubin = getattr(source, "cubin", None)
     if isinstance(cubin, (bytes, bytearray)) and not isinstance(source, (bytes, bytearray)):
         sigs = {}
@@ -133,14 +137,14 @@ def module_image(source: Any, signatures: Optional[Mapping[str, Sequence[ir.Para
             sigs = {k.name: tuple(k.params) for k in parent.entries}
         sigs.update(extra)
         check_cubin_signatures(bytes(cubin), sigs)
-        return ModuleImage("cubin", bytes(cubin), None, None, sigs)
+        return ModuleImage(kind="cubin", data=bytes(cubin), ptx=None, target=None, signatures=sigs)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if data.startswith(b"\x7fELF"):
             check_cubin_signatures(data, extra)
-            return ModuleImage("cubin", data, None, None, extra)
+            return ModuleImage(kind="cubin", data=data, ptx=None, target=None, signatures=extra)
         if data.startswith(_FATBIN_MAGIC):
-            return ModuleImage("fatbin", data, None, None, extra)
+            return ModuleImage(kind="fatbin", data=data, ptx=None, target=None, signatures=extra)
         try:
             text = data.rstrip(b"\0").decode()
         except UnicodeDecodeError:

@@ -70,7 +70,7 @@ _LOG_BYTES = 1 << 16
 
 # --- loaded kernels --------------------------------------------------------------------------
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelAttributes:
     """The driver's view of a loaded kernel (``cuFuncGetAttribute``)."""
 

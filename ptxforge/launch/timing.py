@@ -33,7 +33,7 @@ def _positive_times(_inst, _attr, value) -> None:
         raise LaunchError(f"measured times must be >= 0 ms, got {value}")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Timing:
     """Per-run times in milliseconds and what was moved or computed per run.
 
@@ -145,7 +145,7 @@ def benchmark(enqueue: Callable[[int], Any], *, warmup: int = 3, repeat: int = 2
     finally:
         for event in events:
             drv.cuEventDestroy(event)
-    return Timing(tuple(times), warmup, bytes, flops, label)
+    return Timing(times_ms=tuple(times), warmup=warmup, bytes=bytes, flops=flops, label=label)
 
 
 def time_launch(kernel, *args: Any, grid: Any, block: Any, shared_mem: int = 0,

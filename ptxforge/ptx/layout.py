@@ -138,7 +138,7 @@ def param_align(param: ir.Param) -> int:
     return _align(param, None)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ParamSlot:
     """Where one parameter lives in the kernel's parameter buffer."""
 
@@ -166,7 +166,7 @@ def param_layout(params: Sequence[ir.Param]) -> tuple[ParamSlot, ...]:
     for param in params:
         align, size = param_align(param), param_size(param)
         offset = _round_up(end, align)
-        slots.append(ParamSlot(param.name, offset, size, align))
+        slots.append(ParamSlot(name=param.name, offset=offset, size=size, align=align))
         end = offset + size
     return tuple(slots)
 

@@ -74,6 +74,7 @@ from ptxforge.analysis.mix import InstructionMix, instruction_mix
 from ptxforge.analysis.pressure import PressureReport, analyze_pressure
 from ptxforge.analysis.prediction import Prediction, predict_registers
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
@@ -83,7 +84,7 @@ from ptxforge.ptx.parse import parse
 from .analyze_text import render_kernel, render_module
 
 if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
-    from ptxforge.toolchain.compile import CompileOptions, KernelStats
+    from ptxforge.toolchain.compile import CompileRequest, KernelStats
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .names import match_kernels
 
@@ -95,6 +96,7 @@ from .resources import (
     function_stats,
     launch_limits,
     local_array_bytes,
+    no_caller_note,
     ptxas_fields,
     register_limit,
     resolve_block,
@@ -145,7 +147,7 @@ def occupancy_fields(occ: Occupancy) -> dict:
             "max_warps": occ.max_warps, "launchable": occ.launchable, "reason": occ.reason}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelAnalysis:
     """Everything ``ptxforge analyze`` reports for one kernel (or ``.func``).
 
@@ -186,7 +188,8 @@ class KernelAnalysis:
     @property
     def estimate(self) -> Estimate:
         """Peak general registers (32-bit units) and peak predicates from liveness."""
-        return Estimate(self.pressure.peak.units, self.pressure.pred_peak.units)
+        return Estimate(registers=self.pressure.peak.units,
+                        predicates=self.pressure.pred_peak.units)
 
     @property
     def demangled(self) -> str:
@@ -208,9 +211,9 @@ class KernelAnalysis:
         """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
         if self.stats is None:
             return None
-        c = compare_with_ptxas(self.estimate, self.stats, block_size=self.block_size,
-                               target=self.arch, kernel=self.kernel,
-                               dynamic_shared=self.dynamic_shared, gap=self.gap)
+        spec = LaunchSpec(target=self.arch, block=self.block_size,
+                          dynamic_shared=self.dynamic_shared)
+        c = compare_with_ptxas(self.estimate, self.stats, spec, kernel=self.kernel, gap=self.gap)
         if not self.is_entry:  # a .func is not launched: no occupancy to compare
             c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
         return c
@@ -305,7 +308,7 @@ class KernelAnalysis:
         return render_kernel(self, top, by)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ModuleAnalysis:
     """The analysis of every selected kernel of one PTX module.
 
@@ -371,38 +374,43 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
     return [by_name[n] for n in match_kernels(list(by_name), kernel, file)]
 
 
-def analyze_module(module: ir.Module, target: Optional[Union[str, int]] = None,
-                   block: Optional[int] = None, compile: bool = True, *,
+def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = None,
+                   compile: bool = True, *,
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
-                   backend: str = "auto", options: Optional[CompileOptions] = None,
-                   dynamic_shared: int = 0, isolate: bool = True,
+                   request: Optional[CompileRequest] = None,
                    progress=None) -> ModuleAnalysis:
-    """Analyse the kernels of ``module`` for ``arch`` at ``block`` threads per block.
+    """Analyse the kernels of ``module`` for the launch ``spec`` describes.
 
-    ``arch`` None analyses for the module's ``.target`` (sm_80 when ptxforge does not know
-    it, with a note); ``block`` None gives each kernel the size its ``.reqntid``/``.maxntid``
-    declares, else 256.  ``dynamic_shared`` is the dynamic shared memory per block (bytes)
-    the launch adds to the static shared memory.  ``compile=True`` runs ptxas on ``ptx``
-    (the original text; emitted from ``module`` when None) and reads registers, spills and
-    stack; ``kernel`` selects one function (or a list) by name, default every ``.entry``.
-    Raises :class:`~ptxforge.errors.PtxforgeError` for an unknown arch or kernel and
-    :class:`~ptxforge.errors.CompileError` with ptxas's log.  ``isolate`` (default) compiles
-    in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of nvJitLink raises
-    :class:`~ptxforge.errors.CompilerCrashError` instead of ending this process (the first
-    compile starts the worker: about 0.1 s once per process).  ``progress(i, n, name)``, when
-    given, is called before each of several kernels (the CLI's progress line on a terminal).
+    ``spec`` is a :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name, short for
+    ``LaunchSpec(target=...)``): its ``target`` None analyses for the module's ``.target``
+    (sm_80 when ptxforge does not know it, with a note); its ``block`` None gives each kernel
+    the size its ``.reqntid``/``.maxntid`` declares, else 256; its ``dynamic_shared`` is the
+    dynamic shared memory per block (bytes) the launch adds to the static shared memory.
+    ``compile=True`` runs ptxas on ``ptx`` (the original text; emitted from ``module`` when
+    None) as ``request`` (a :class:`~ptxforge.toolchain.compile.CompileRequest`; default:
+    backend ``"auto"``, whole-program, isolated) says, and reads registers, spills and stack;
+    ``kernel`` selects one function (or a list) by name, default every ``.entry``.  Raises
+    :class:`~ptxforge.errors.PtxforgeError` for an unknown kernel and
+    :class:`~ptxforge.errors.CompileError` with ptxas's log.  An isolated compile (the
+    default) runs in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of
+    nvJitLink raises :class:`~ptxforge.errors.CompilerCrashError` instead of ending this
+    process (the first compile starts the worker: about 0.1 s once per process).
+    ``progress(i, n, name)``, when given, is called before each of several kernels (the
+    CLI's progress line on a terminal).
 
     Example::
 
+        >>> from ptxforge.arch.spec import LaunchSpec
         >>> from ptxforge.ptx import ir
         >>> m = ir.Module("8.0", "sm_80", kernels=(ir.Kernel("k", body=(ir.Instruction("ret"),)),))
-        >>> analyze_module(m, "sm_86", 128, compile=False).kernels[0].occupancy.active_blocks
+        >>> a = analyze_module(m, LaunchSpec(target="sm_86", block=128), compile=False)
+        >>> a.kernels[0].occupancy.active_blocks
         12
     """
     with gc_paused():
-        return _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
-                               dynamic_shared, isolate, progress)
+        return _analyze_module(module, launch_spec(spec), compile, kernel, ptx, file, request,
+                               progress)
 
 
 def _constant_banks(compiled) -> dict:
@@ -417,28 +425,22 @@ def _constant_banks(compiled) -> dict:
     return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
 
 
-def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, options,
-                    dynamic_shared, isolate=True, progress=None):
+def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
+                    request: Optional[CompileRequest], progress=None) -> ModuleAnalysis:
     """The body of :func:`analyze_module` (run with the collector paused)."""
-    tgt, arch_source, arch_note = resolve_target(target, module.target)
-    if block is not None and (not isinstance(block, int) or isinstance(block, bool)
-                              or not 1 <= block <= 1024):
-        raise PtxforgeError(f"block size must be an int in 1..1024, got {block!r}")
-    if not isinstance(dynamic_shared, int) or dynamic_shared < 0:
-        raise PtxforgeError(f"dynamic shared memory must be an int >= 0 bytes, got "
-                            f"{dynamic_shared!r}")
+    tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
+    block, dynamic_shared = spec.block, spec.dynamic_shared
     chosen = _select(module, kernel, file)
     compiled, by_name, banks, mode_notes, gaps, gap_note = None, {}, {}, {}, {}, None
     if compile:
-        from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+        from ptxforge.toolchain.compile import CompileRequest
         from ptxforge.toolchain.modes import prune_to, relocatable_notes
 
+        request = request or CompileRequest()
         # line info for the SASS trace: it does not change the code (tests/reports/
         # test_analyze_gap.py checks every corpus kernel's SASS and registers)
-        options = attrs.evolve(prune_to(options or CompileOptions(), chosen, module),
-                               line_info=True)
-        compiled = compile_ptx(module if ptx is None else ptx, tgt, backend=backend,
-                               options=options, isolate=isolate)
+        options = attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
+        compiled = request.compile(module if ptx is None else ptx, tgt, options)
         by_name = {s.name: s for s in compiled.kernels}
         banks = _constant_banks(compiled)
         if compiled.mode == "relocatable":
@@ -479,8 +481,8 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
             note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
                     "on its own, so it has no occupancy; its registers and stack count toward "
                     "each kernel that calls it"
-                    + (f" ({', '.join(map(display_name, callers))})" if callers
-                       else _no_caller_note(module, k.name)))
+                    + (f" ({', '.join(display_name(c) or c for c in callers)})" if callers
+                       else no_caller_note(module, k.name)))
         elif unknown is None:
             lim = launch_limits(k, stats)
             est = min(pressure.peak.units, register_limit(tgt))
@@ -488,41 +490,27 @@ def _analyze_module(module, target, block, compile, kernel, ptx, file, backend, 
             occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
                                                           **lim)
             cliffs = cliffs_at(occ.registers, threads, tgt, **kw, **lim)
-        out.append(KernelAnalysis(k.name, k.is_entry, tgt, threads, mix, pressure, stats, occ,
-                                  occ_est, cliffs, k, note, block_source, dynamic_shared, local,
-                                  cb0, params, stats_note, callers, mode_notes.get(k.name),
-                                  predict_registers(k, live_units=pressure.peak.units, target=tgt),
-                                  gaps.get(k.name),
-                                  gap_note if compiled is not None and k.is_entry else None))
+        prediction = predict_registers(k, live_units=pressure.peak.units, target=tgt)
+        out.append(KernelAnalysis(
+            name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, mix=mix,
+            pressure=pressure, stats=stats, occupancy=occ, occupancy_estimate=occ_est,
+            cliffs=cliffs, kernel=k, occupancy_note=note, block_source=block_source,
+            dynamic_shared=dynamic_shared, local_bytes=local, constant_bank0=cb0,
+            param_bytes=params, stats_note=stats_note, callers=callers,
+            mode_note=mode_notes.get(k.name), prediction=prediction, gap=gaps.get(k.name),
+            gap_note=gap_note if compiled is not None and k.is_entry else None))
     note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
     notes = tuple(n for n in (arch_note, note) if n)
     notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse
     tool = (compiled.tool or None) if compiled is not None else None
-    return ModuleAnalysis(file, tgt, DEFAULT_BLOCK if block is None else block,
-                          compiled is not None,
-                          compiled.backend if compiled is not None else None,
-                          module.version, module.target, tuple(out), arch_source, notes,
-                          dynamic_shared, tool,
-                          compiled.tool_version_text if compiled is not None else None,
-                          compiled.mode if compiled is not None else None)
-
-
-def _no_caller_note(module: ir.Module, name: str) -> str:
-    """The end of a ``.func``'s note when no ``call`` names it: its address taken (a call
-    through a function pointer) or none."""
-    import re
-
-    word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
-    takers = [f"the initializer of {v.name}" for v in module.globals
-              if getattr(v, "init", None) and word.search(v.init)]
-    takers += [display_name(f.name) for f in module.kernels
-               if any(inst.family != "call" and any(isinstance(op, ir.Symbol) and op.name == name
-                                                    for op in inst.operands)
-                      for inst in f.instructions)]
-    if takers:
-        return (" (called through a function pointer: its address is taken in "
-                f"{', '.join(takers)})")
-    return " (none in this file calls it)"
+    backend = version = mode = None
+    if compiled is not None:
+        backend, version, mode = compiled.backend, compiled.tool_version_text, compiled.mode
+    return ModuleAnalysis(
+        file=file, arch=tgt, block_size=DEFAULT_BLOCK if block is None else block,
+        compiled=compiled is not None, backend=backend, ptx_version=module.version,
+        ptx_target=module.target, kernels=tuple(out), arch_source=arch_source, notes=notes,
+        dynamic_shared=dynamic_shared, tool=tool, tool_version=version, mode=mode)
 
 
 def _sass_gaps(compiled, module: ir.Module, ptx, entries) -> tuple:
@@ -576,24 +564,34 @@ def _is_cubin(data) -> bool:
     return bytes(head) == b"\x7fELF"
 
 
-def analyze_ptx(text: Union[str, bytes], filename: str = "<ptx>",
-                target: Optional[Union[str, int]] = None, block: Optional[int] = None,
-                compile: bool = True, strict: bool = True, **kwargs) -> ModuleAnalysis:
+def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
+                spec: Union[LaunchSpec, str, int, None] = None, *, compile: bool = True,
+                strict: bool = True, kernel: Optional[Union[str, Sequence[str]]] = None,
+                request: Optional[CompileRequest] = None, progress=None) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
-    Raises :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX,
-    and a PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given
-    a cubin.  ``strict=False`` (the CLI's ``--lenient``) turns the parser's strict checks
+    ``spec`` (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name), ``compile``,
+    ``kernel``, ``request`` and ``progress`` are :func:`analyze_module`'s.  Raises
+    :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX, and a
+    PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given a
+    cubin.  ``strict=False`` (the CLI's ``--lenient``) turns the parser's strict checks
     (unknown opcode or modifier, undeclared register, wrong register class, missing label)
     into warnings listed in the module's ``notes``.
+
+    Example::
+
+        >>> a = analyze_ptx(".version 8.0\\n.target sm_80\\n.address_size 64\\n"
+        ...                 ".visible .entry k() { ret; }", "k.ptx", "sm_86", compile=False)
+        >>> a.arch, a.kernels[0].block_size
+        ('sm_86', 256)
     """
     if _is_cubin(text):
-        raise PtxforgeError(f"{filename} is a cubin (ELF), not PTX: analyse it with "
+        raise PtxforgeError(f"{file} is a cubin (ELF), not PTX: analyse it with "
                             "ptxforge.reports.cubin.analyze_cubin (ptxforge analyze reads "
                             "cubins too), `ptxforge sass` for its SASS, or pass the PTX")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     with gc_paused():
-        module = parse(text, filename, strict=strict)
-        return analyze_module(module, target, block, compile, ptx=text, file=filename, **kwargs)
-
+        module = parse(text, file, strict=strict)
+        return analyze_module(module, spec, compile, kernel=kernel, ptx=text, file=file,
+                              request=request, progress=progress)

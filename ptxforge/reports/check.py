@@ -102,7 +102,7 @@ def _int(value, lo: int, hi: Optional[int], where: str) -> int:
     return value
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Budget:
     """The limits for one kernel; None (``no_spills``: None or False) leaves one unchecked."""
 
@@ -141,8 +141,9 @@ class Budget:
 
     def over(self, base: Budget) -> Budget:
         """This budget's set limits over ``base``'s."""
-        return Budget(*(mine if mine is not None else theirs
-                        for mine, theirs in zip(attrs.astuple(self), attrs.astuple(base))))
+        return Budget(**{f.name: (mine if mine is not None else getattr(base, f.name))
+                         for f in attrs.fields(Budget)
+                         for mine in (getattr(self, f.name),)})
 
     @property
     def empty(self) -> bool:
@@ -151,7 +152,7 @@ class Budget:
                 and self.min_occupancy is None)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class BudgetFile:
     """A parsed budget file: ``defaults`` and ``(glob, Budget)`` pairs in file order."""
 
@@ -203,7 +204,7 @@ def parse_budget(text: str, path: str = "<budget>") -> BudgetFile:
                           f"got {kernels!r}")
     pairs = tuple((pattern, Budget.from_mapping(t, f"{path} [kernels.{pattern!r}]"))
                   for pattern, t in kernels.items())
-    return BudgetFile(path, defaults, pairs)
+    return BudgetFile(path=path, defaults=defaults, kernels=pairs)
 
 
 def load_budget(path: str) -> BudgetFile:
@@ -219,7 +220,7 @@ def load_budget(path: str) -> BudgetFile:
     return parse_budget(text, path)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Finding:
     """One limit checked on one kernel: ``status`` ``"pass"``, ``"fail"`` or ``"unknown"``;
     ``limit`` and ``actual`` in the rule's unit (registers, bytes, or an occupancy 0..1)."""
@@ -253,20 +254,22 @@ def _evaluate(k, b: Budget) -> list:
     who = display_name(k.name)
     if b.max_registers is not None:
         if k.registers is None:
-            out.append(Finding("max-registers", k, "unknown", b.max_registers, None,
-                               f"{who}: ptxas's register count is unknown (not compiled)"))
+            out.append(Finding(rule="max-registers", kernel=k, status="unknown",
+                               limit=b.max_registers, actual=None,
+                               message=f"{who}: ptxas's register count is unknown (not compiled)"))
         else:
             ok = k.registers <= b.max_registers
-            out.append(Finding("max-registers", k, "pass" if ok else "fail", b.max_registers,
-                               k.registers, f"{who} uses {k.registers} registers "
-                               f"({'within' if ok else 'over'} the budget of "
-                               f"{b.max_registers})"))
+            out.append(Finding(rule="max-registers", kernel=k, status="pass" if ok else "fail",
+                               limit=b.max_registers, actual=k.registers,
+                               message=f"{who} uses {k.registers} registers "
+                                       f"({'within' if ok else 'over'} the budget of "
+                                       f"{b.max_registers})"))
     if b.no_spills:
         if k.spills is None:
             why = ("a cubin records no spill bytes (they are only in ptxas's log): check the "
                    "PTX" if k.origin == "cubin" else "not compiled")
-            out.append(Finding("no-spills", k, "unknown", 0, None,
-                               f"{who}: spills unknown: {why}"))
+            out.append(Finding(rule="no-spills", kernel=k, status="unknown", limit=0, actual=None,
+                               message=f"{who}: spills unknown: {why}"))
         else:
             ok = k.spills == 0
             text = (f"{who} spills {k.spill_stores} bytes (stores) and {k.spill_loads} bytes "
@@ -275,27 +278,31 @@ def _evaluate(k, b: Budget) -> list:
             if k.origin == "triton" and k.stack is not None:
                 text += (f" (Triton's n_spills, its local memory / 4, would say "
                          f"{k.stack // 4})")
-            out.append(Finding("no-spills", k, "pass" if ok else "fail", 0, k.spills, text))
+            out.append(Finding(rule="no-spills", kernel=k, status="pass" if ok else "fail", limit=0,
+                               actual=k.spills, message=text))
     if b.max_stack is not None:
         if k.stack is None or not k.stack_known:
             why = ("not compiled" if k.stack is None else
                    f"ptxas cannot bound it (recursion or indirect calls; at least {k.stack} "
                    "bytes)")
-            out.append(Finding("max-stack", k, "unknown", b.max_stack, k.stack,
-                               f"{who}: stack unknown: {why}"))
+            out.append(Finding(rule="max-stack", kernel=k, status="unknown", limit=b.max_stack,
+                               actual=k.stack, message=f"{who}: stack unknown: {why}"))
         else:
             ok = k.stack <= b.max_stack
-            out.append(Finding("max-stack", k, "pass" if ok else "fail", b.max_stack, k.stack,
-                               f"{who} needs {k.stack} bytes of stack per thread "
-                               f"({'within' if ok else 'over'} the budget of {b.max_stack})"))
+            out.append(Finding(rule="max-stack", kernel=k, status="pass" if ok else "fail",
+                               limit=b.max_stack, actual=k.stack,
+                               message=f"{who} needs {k.stack} bytes of stack per thread "
+                                       f"({'within' if ok else 'over'} the budget of "
+                                       f"{b.max_stack})"))
     if b.min_occupancy is not None:
         block = b.block or k.block_size
         occ = k.occupancy_at(block)
         where = (f"{block} threads/block" + ("" if b.block else f" ({k.block_source})"))
         if occ is None:
-            out.append(Finding("min-occupancy", k, "unknown", b.min_occupancy, None,
-                               f"{who}: occupancy unknown at {where}: "
-                               f"{k.occupancy_note or 'no occupancy table'}"))
+            out.append(Finding(rule="min-occupancy", kernel=k, status="unknown",
+                               limit=b.min_occupancy, actual=None,
+                               message=f"{who}: occupancy unknown at {where}: "
+                                       f"{k.occupancy_note or 'no occupancy table'}"))
         else:
             ok = occ.occupancy + 1e-9 >= b.min_occupancy
             text = (f"{who} reaches {_pct(occ.occupancy)} occupancy ({occ.active_blocks} "
@@ -305,12 +312,12 @@ def _evaluate(k, b: Budget) -> list:
                          f"{', '.join(occ.limiting) or 'nothing'}")
                 if occ.reason:
                     text += f" ({occ.reason})"
-            out.append(Finding("min-occupancy", k, "pass" if ok else "fail", b.min_occupancy,
-                               round(occ.occupancy, 6), text))
+            out.append(Finding(rule="min-occupancy", kernel=k, status="pass" if ok else "fail",
+                               limit=b.min_occupancy, actual=round(occ.occupancy, 6), message=text))
     return out
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CheckReport:
     """Every finding of a check, the kernels checked, and the globs that matched nothing."""
 
@@ -401,5 +408,5 @@ def check(kernels: Sequence, base: Budget = Budget(),
         b = budget_file.for_kernel(pool, base) if budget_file is not None else base
         findings += _evaluate(k, b)
     unmatched = budget_file.unmatched(names) if budget_file is not None else ()
-    return CheckReport(tuple(findings), tuple(kernels), unmatched,
-                       budget_file.path if budget_file is not None else None)
+    return CheckReport(findings=tuple(findings), kernels=tuple(kernels), unmatched=unmatched,
+                       budget_file=budget_file.path if budget_file is not None else None)

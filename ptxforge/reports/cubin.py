@@ -32,6 +32,7 @@ import attrs
 
 from ptxforge._text import clip, table, wrap
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name, full_name
@@ -68,7 +69,7 @@ def is_entry(kernel) -> bool:
     return bool(kernel.constant0) or any(r.name in _ENTRY_RECORDS for r in kernel.records)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CubinKernelReport:
     """One kernel of a cubin: its resources and occupancy (None for a target without an
     occupancy table, ``occupancy_note`` says so)."""
@@ -114,7 +115,7 @@ class CubinKernelReport:
                 "max_threads": self.max_threads, "occupancy": occ}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CubinReport:
     """Every kernel of one cubin (device functions are left out: they are not launched)."""
 
@@ -179,15 +180,18 @@ class CubinReport:
         return "\n".join(lines) + "\n"
 
 
-def analyze_cubin(data: bytes, file: str = "<cubin>", target: Optional[Union[str, int]] = None,
-                  block: Optional[int] = None, *, kernel: Optional[str] = None,
-                  dynamic_shared: int = 0) -> CubinReport:
+def analyze_cubin(data: bytes, file: str = "<cubin>",
+                  spec: Union[LaunchSpec, str, int, None] = None, *,
+                  kernel: Optional[str] = None) -> CubinReport:
     """Resources and occupancy of every kernel in a cubin (``kernel``: only that one).
 
-    ``arch`` must match the cubin's own SM when given (a cubin runs only there); ``block``
-    None uses each kernel's launch bounds, else 256.  Raises PtxforgeError for a file that
-    is not a cubin ptxforge can read, an unknown kernel, or a mismatching ``arch``.
+    ``spec`` is a :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target
+    must match the cubin's own SM when given (a cubin runs only there); its block None uses
+    each kernel's launch bounds, else 256.  Raises PtxforgeError for a file that is not a
+    cubin ptxforge can read, an unknown kernel, or a mismatching target.
     """
+    spec = launch_spec(spec)
+    target, block, dynamic_shared = spec.target, spec.block, spec.dynamic_shared
     info = read_cubin(bytes(data))
     tgt = f"sm_{info.sm}"
     try:
@@ -229,8 +233,11 @@ def analyze_cubin(data: bytes, file: str = "<cubin>", target: Optional[Union[str
                       required_threads=_product(k.reqntid))
             occ = occupancy(min(regs, register_limit(tgt)), threads, tgt, **kw)
             cliffs = cliffs_at(regs, threads, tgt, **kw)
-        out.append(CubinKernelReport(k.name, regs, cap, stack, k.frame_size or 0, k.local,
-                                     k.shared, k.constant0, param_bytes(k), k.barriers, bounds,
-                                     threads, source, dynamic_shared, occ, cliffs, unknown))
-    return CubinReport(file, tgt, DEFAULT_BLOCK if block is None else block, dynamic_shared,
-                       tuple(out), functions)
+        out.append(CubinKernelReport(name=k.name, registers=regs, register_cap=cap, stack=stack,
+                                     frame=k.frame_size or 0, local=k.local, shared=k.shared,
+                                     constant_bank0=k.constant0, param_bytes=param_bytes(k),
+                                     barriers=k.barriers, max_threads=bounds, block_size=threads,
+                                     block_source=source, dynamic_shared=dynamic_shared,
+                                     occupancy=occ, cliffs=cliffs, occupancy_note=unknown))
+    return CubinReport(file=file, arch=tgt, block_size=DEFAULT_BLOCK if block is None else block,
+                       dynamic_shared=dynamic_shared, kernels=tuple(out), functions=functions)

@@ -11,8 +11,10 @@ Example::
 
     >>> from ptxforge.reports.figures import KernelFigures
     >>> def k(regs):
-    ...     return KernelFigures("a.ptx", "k", "sm_80", regs, regs, 0, 0, 0, True, 256,
-    ...                          "default", 4, 0.5)
+    ...     return KernelFigures(file="a.ptx", name="k", arch="sm_80", registers=regs,
+    ...                          estimate=regs, spill_stores=0, spill_loads=0, stack=0,
+    ...                          stack_known=True, block_size=256, block_source="default",
+    ...                          blocks_per_sm=4, occupancy=0.5)
     >>> d = diff_figures([k(40)], [k(48)])
     >>> d.rows[0].status, d.rows[0].changes[0]
     ('changed', ('registers', 40, 48))
@@ -58,7 +60,7 @@ def match_keys(figures: Sequence) -> list:
     return out
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelDelta:
     """One kernel in both builds: ``status`` ``"changed"``, ``"same"``, ``"added"`` or
     ``"removed"``; ``changes`` the ``(field, old, new)`` that differ."""
@@ -126,7 +128,7 @@ def _cell(d: KernelDelta, fields: Sequence, deltas: bool = True) -> str:
     return f"{fmt(a)} → {fmt(b)}{delta}"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class DiffReport:
     """Every kernel of both builds (:class:`KernelDelta`), in the new build's order, then
     the removed ones."""
@@ -217,11 +219,13 @@ def diff_figures(old: Sequence, new: Sequence, old_name: str = "old",
     for key, b in news.items():
         a = olds.get(key)
         if a is None:
-            rows.append(KernelDelta(key, None, b, "added"))
+            rows.append(KernelDelta(key=key, old=None, new=b, status="added"))
             continue
         changes = tuple((f, getattr(a, f), getattr(b, f)) for f, _ in FIELDS
                         if getattr(a, f) is not None and getattr(b, f) is not None
                         and getattr(a, f) != getattr(b, f))
-        rows.append(KernelDelta(key, a, b, "changed" if changes else "same", changes))
-    rows += [KernelDelta(key, a, None, "removed") for key, a in olds.items() if key not in news]
-    return DiffReport(old_name, new_name, tuple(rows))
+        rows.append(KernelDelta(key=key, old=a, new=b, status="changed" if changes else "same",
+                                changes=changes))
+    rows += [KernelDelta(key=key, old=a, new=None, status="removed")
+             for key, a in olds.items() if key not in news]
+    return DiffReport(old=old_name, new=new_name, rows=tuple(rows))

@@ -22,14 +22,14 @@ parts; a report notes the ones that apply to the kernel:
 
 Example::
 
-    >>> c = compare_with_ptxas(Estimate(registers=40, predicates=2), stats, block_size=256)   # doctest: +SKIP
+    >>> c = compare_with_ptxas(Estimate(registers=40, predicates=2), stats)   # doctest: +SKIP
     >>> print(c.to_text())                                                           # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
@@ -44,6 +44,7 @@ from ptxforge.arch.ptxas_model import (
     WARP_SYNC_FLOOR,
     WARP_SYNC_FLOOR_TARGETS,
 )
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
 
@@ -71,7 +72,7 @@ EXPLANATIONS = (
 )
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Estimate:
     """A liveness estimate: general registers (32-bit units) and predicates."""
 
@@ -86,9 +87,9 @@ class Estimate:
         if isinstance(value, Estimate):
             return value
         if isinstance(value, int):
-            return cls(value)
+            return cls(registers=value)
         if isinstance(value, tuple) and len(value) == 2:
-            return cls(int(value[0]), int(value[1]))
+            return cls(registers=int(value[0]), predicates=int(value[1]))
         for reg_key in ("registers", "max_registers", "max_live", "general", "max_general"):
             regs = getattr(value, reg_key, None)
             if isinstance(regs, int):
@@ -98,13 +99,13 @@ class Estimate:
                     if isinstance(p, int):
                         preds = p
                         break
-                return cls(regs, preds, type(value).__name__)
+                return cls(registers=regs, predicates=preds, source=type(value).__name__)
         raise PtxforgeError(f"compare_with_ptxas: cannot read a register estimate from "
                             f"{type(value).__name__}; expected an int, (registers, predicates) "
                             "or an object with .registers and .predicates")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Comparison:
     """Estimate vs ptxas for one kernel."""
 
@@ -306,10 +307,13 @@ def register_floor_features(kernel) -> tuple:
     return tuple(sorted(found))
 
 
-def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, target: Optional[str] = None,
-            dynamic_shared: int = 0, kernel=None, gap=None) -> Comparison:
+def compare_with_ptxas(estimate, stats: KernelStats,
+                       spec: Union[LaunchSpec, str, int, None] = None, *, kernel=None,
+                       gap=None) -> Comparison:
     """Compare a liveness estimate with ptxas's stats for the same kernel.
 
+    ``spec`` is the launch (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name):
+    its target defaults to the one ``stats`` was compiled for, its block to 256 threads.
     ``kernel`` (the :class:`~ptxforge.ptx.ir.Kernel`) is optional; given, the notes also explain
     the register floors some instructions set (calls, warp-synchronous instructions).
     ``gap`` (a :class:`~ptxforge.reports.gap.Gap` from ``sass_report``) makes the notes the
@@ -328,11 +332,15 @@ def compare_with_ptxas(estimate, stats: KernelStats, *, block_size: int = 256, t
         raise PtxforgeError(f"compare_with_ptxas: expected a KernelStats (compiled[name]), got "
                             f"{type(stats).__name__}")
     est = Estimate.of(estimate)
-    tgt = stats.target if target is None else as_target(target).name
-    kw = dict(shared=stats.shared, dynamic_shared=dynamic_shared,
+    spec = launch_spec(spec)
+    tgt = stats.target if spec.target is None else spec.target
+    block_size = 256 if spec.block is None else spec.block
+    kw = dict(shared=stats.shared, dynamic_shared=spec.dynamic_shared,
               barriers=max(stats.barriers or 1, 1), max_threads=stats.max_threads_per_block)
     known = unknown_arch_reason(tgt) is None
-    return Comparison(stats.name, tgt, block_size, est, stats,
-                      occupancy(min(est.registers, 255), block_size, tgt, **kw) if known else None,
-                      occupancy(stats.registers, block_size, tgt, **kw) if known else None,
-                      register_floor_features(kernel) if kernel is not None else (), gap)
+    return Comparison(
+        kernel=stats.name, target=tgt, block_size=block_size, estimate=est, stats=stats,
+        occupancy_estimate=(occupancy(min(est.registers, 255), block_size, tgt, **kw)
+                            if known else None),
+        occupancy_ptxas=occupancy(stats.registers, block_size, tgt, **kw) if known else None,
+        features=register_floor_features(kernel) if kernel is not None else (), gap=gap)

@@ -44,7 +44,7 @@ from .resources import launch_limits, register_limit
 __all__ = ["KernelFigures", "entry_lines", "first_source_line", "kernel_figures"]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelFigures:
     """The figures of one kernel that a budget or a diff reads (None: the input cannot say).
 
@@ -167,17 +167,22 @@ def _ptx_figures(res, text, origin) -> list:
         peak = ka.pressure.peak
         peak_lines = tuple((g.file, g.line, g.units) for g in peak.by_source
                            if g.file is not None and g.line)[:3]
-        out.append(KernelFigures(
-            res.file, ka.name, ka.arch,
-            None if s is None else s.registers, ka.estimate.registers,
-            None if s is None else s.spill_stores, None if s is None else s.spill_loads,
-            None if s is None else s.stack_frame, True if s is None else s.stack_known,
-            ka.block_size, ka.block_source,
-            None if occ is None else occ.active_blocks,
-            None if occ is None else occ.occupancy,
-            _prediction(ka), first_source_line(ka.kernel) if ka.kernel is not None else None,
-            lines.get(ka.name), peak_lines, origin, ka.occupancy_note,
-            None if occ is None else _ptx_occupancy(ka)))
+        out.append(KernelFigures(file=res.file, name=ka.name, arch=ka.arch,
+                                 registers=None if s is None else s.registers,
+                                 estimate=ka.estimate.registers,
+                                 spill_stores=None if s is None else s.spill_stores,
+                                 spill_loads=None if s is None else s.spill_loads,
+                                 stack=None if s is None else s.stack_frame,
+                                 stack_known=True if s is None else s.stack_known,
+                                 block_size=ka.block_size, block_source=ka.block_source,
+                                 blocks_per_sm=None if occ is None else occ.active_blocks,
+                                 occupancy=None if occ is None else occ.occupancy,
+                                 prediction=_prediction(ka),
+                                 source=(first_source_line(ka.kernel)
+                                         if ka.kernel is not None else None),
+                                 entry_line=lines.get(ka.name), peak_lines=peak_lines,
+                                 origin=origin, occupancy_note=ka.occupancy_note,
+                                 at=None if occ is None else _ptx_occupancy(ka)))
     return out
 
 
@@ -199,11 +204,14 @@ def _cubin_figures(rep) -> list:
             return occupancy(min(k.registers, register_limit(rep.arch)), block, rep.arch,
                              shared=k.shared, dynamic_shared=k.dynamic_shared,
                              barriers=max(k.barriers or 1, 1), max_threads=k.max_threads)
-        out.append(KernelFigures(
-            rep.file, k.name, rep.arch, k.registers, None, None, None, k.stack, True,
-            k.block_size, k.block_source, None if occ is None else occ.active_blocks,
-            None if occ is None else occ.occupancy, None, None, None, (), "cubin",
-            k.occupancy_note, None if occ is None else at))
+        out.append(KernelFigures(file=rep.file, name=k.name, arch=rep.arch, registers=k.registers,
+                                 estimate=None, spill_stores=None, spill_loads=None, stack=k.stack,
+                                 stack_known=True, block_size=k.block_size,
+                                 block_source=k.block_source,
+                                 blocks_per_sm=None if occ is None else occ.active_blocks,
+                                 occupancy=None if occ is None else occ.occupancy, prediction=None,
+                                 source=None, entry_line=None, peak_lines=(), origin="cubin",
+                                 occupancy_note=k.occupancy_note, at=None if occ is None else at))
     return out
 
 

@@ -67,7 +67,7 @@ _WHY = {
 }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class GapReason:
     """One part of the gap: a reason, its registers (negative: the estimate counts more) and
     what it means."""
@@ -80,7 +80,7 @@ class GapReason:
         return {"reason": self.reason, "registers": self.registers, "detail": self.detail}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Gap:
     """REGCOUNT − estimate and its reasons (non-zero ones, :data:`REASONS` order); they sum
     to ``total`` exactly."""
@@ -174,5 +174,6 @@ def explain_gap(report, trace, liveness=None,
                                  "subroutine ptxas compiled into the kernel holds the highest "
                                  f"register: its code gets no +{REGCOUNT_RESERVED}); R1 is the "
                                  "stack pointer")
-    reasons = tuple(GapReason(r, parts[r], why[r]) for r in REASONS if parts.get(r))
-    return Gap(regcount, est, reasons)
+    reasons = tuple(GapReason(reason=r, registers=parts[r], detail=why[r])
+                    for r in REASONS if parts.get(r))
+    return Gap(regcount=regcount, estimate=est, reasons=reasons)

@@ -8,7 +8,7 @@ Counts (``tests``, ``failures``, ``errors``) are on every suite and on the root.
 Example::
 
     >>> from ptxforge.reports.check import CheckReport
-    >>> junit_xml(CheckReport((), ())).splitlines()[1]
+    >>> junit_xml(CheckReport(findings=(), kernels=())).splitlines()[1]
     '<testsuites name="ptxforge check" tests="0" failures="0" errors="0" />'
 """
 

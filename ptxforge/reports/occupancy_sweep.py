@@ -36,6 +36,7 @@ from ptxforge.arch.occupancy import (
     occupancy,
     register_cliffs,
 )
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 
 from .analyze_text import render_occupancy
@@ -51,7 +52,7 @@ SWEEP_SCHEMA = "ptxforge.sweep/1"
 PTXAS_CAP_FLOOR = 24
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class OccupancyReport:
     """``ptxforge occupancy``: occupancy at a register count and the cliffs around it.
     ``arch`` is the target as named (``sm_90a``; the occupancy itself is per compute
@@ -100,7 +101,8 @@ def occupancy_report(target: Union[str, int], registers: int, block: int, smem: 
         raise PtxforgeError(f"block size must be an int in 1..{props.max_threads_per_block}, "
                             f"got {block!r}")
     occ = occupancy(registers, block, props, shared=smem)
-    return OccupancyReport(occ, register_cliffs(registers, block, props, shared=smem), name)
+    return OccupancyReport(occupancy=occ,
+                           cliffs=register_cliffs(registers, block, props, shared=smem), arch=name)
 
 
 def cap_notes(sweep) -> tuple:
@@ -125,7 +127,7 @@ def cap_notes(sweep) -> tuple:
     return tuple(out)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CapChoice:
     """A recommended register cap: ``cap`` None means no cap (the uncapped compile);
     ``spill`` is spill stores + loads in bytes; ``budget`` the spill budget it was chosen under
@@ -161,10 +163,13 @@ def recommend_cap(sweep, spill_budget: int = 0) -> Optional[CapChoice]:
     Example::
 
         >>> from ptxforge.toolchain.sweep import Sweep, SweepRow
-        >>> rows = (SweepRow(None, 90, 0, 0, 0, 2, 0.5, ("registers",)),
-        ...         SweepRow(64, 64, 0, 0, 0, 3, 0.75, ("registers",)),
-        ...         SweepRow(40, 40, 48, 48, 48, 4, 1.0, ("warps",)))
-        >>> s = Sweep("k", "sm_80", 256, "ptxas", rows)
+        >>> def row(cap, regs, spill, blocks, occ, limiting):
+        ...     return SweepRow(cap=cap, registers=regs, spill_stores=spill, spill_loads=spill,
+        ...                     stack_frame=spill, blocks_per_sm=blocks, occupancy=occ,
+        ...                     limiting=limiting)
+        >>> rows = (row(None, 90, 0, 2, 0.5, ("registers",)),
+        ...         row(64, 64, 0, 3, 0.75, ("registers",)), row(40, 40, 48, 4, 1.0, ("warps",)))
+        >>> s = Sweep(kernel="k", target="sm_80", block_size=256, backend="ptxas", rows=rows)
         >>> recommend_cap(s).cap, recommend_cap(s, spill_budget=128).cap
         (64, 40)
     """
@@ -177,8 +182,9 @@ def recommend_cap(sweep, spill_budget: int = 0) -> Optional[CapChoice]:
             continue
         key = (r.occupancy, r.cap is None, r.registers, r.cap or 0)
         if best is None or key > best[0]:
-            best = (key, CapChoice(r.cap, r.registers, r.occupancy, r.blocks_per_sm, spill,
-                                   spill_budget))
+            best = (key, CapChoice(cap=r.cap, registers=r.registers, occupancy=r.occupancy,
+                                   blocks_per_sm=r.blocks_per_sm, spill=spill,
+                                   budget=spill_budget))
     return None if best is None else best[1]
 
 
@@ -216,7 +222,7 @@ def _row_dict(row) -> dict:
     return d
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SweepReport:
     """``ptxforge sweep``: per kernel its analysis (uncapped) and the register-cap sweep."""
 
@@ -265,19 +271,22 @@ class SweepReport:
         return "\n".join(parts)
 
 
-def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
-                 target: Optional[Union[str, int]] = None, block: Optional[int] = None,
-                 caps: Optional[Sequence[int]] = None, kernel: Optional[str] = None,
-                 backend: str = "auto", *, only_caps: bool = False,
-                 dynamic_shared: int = 0, options=None, spill_budget: int = 0,
+def sweep_report(text: Union[str, bytes], file: str = "<ptx>",
+                 spec: Union[LaunchSpec, str, int, None] = None, *,
+                 caps: Optional[Sequence[int]] = None, only_caps: bool = False,
+                 kernel: Optional[str] = None, request=None,
                  progress=None) -> SweepReport:
     """Parse, analyse and sweep every selected kernel at the occupancy cliffs of
-    :func:`ptxforge.toolchain.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps ``caps``
-    alone.  ``arch``/``block`` default as in :func:`~ptxforge.reports.analyze.analyze_module` (the
-    PTX's ``.target``, each kernel's ``.reqntid``/``.maxntid``); ``dynamic_shared`` enters
-    occupancy.  Only ``.entry`` kernels can be swept (a file of ``.func`` only is an error
-    that names its functions).  ``spill_budget``: spill bytes the second recommended cap may
-    spend (:func:`recommend_cap`); ``progress(i, n, name)`` is called before each kernel."""
+    :func:`ptxforge.toolchain.sweep.default_caps` plus ``caps``; ``only_caps=True`` sweeps
+    ``caps`` alone.  ``spec`` (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name)
+    defaults as in :func:`~ptxforge.reports.analyze.analyze_module` (the PTX's ``.target``,
+    each kernel's ``.reqntid``/``.maxntid``; its ``dynamic_shared`` enters occupancy);
+    ``request`` is the :class:`~ptxforge.toolchain.compile.CompileRequest`.  Only ``.entry``
+    kernels can be swept (a file of ``.func`` only is an error that names its functions).
+    ``progress(i, n, name)`` is called before each kernel.  The report recommends the cap
+    with the most occupancy that does not spill; ``attrs.evolve(report, spill_budget=B)``
+    adds the one whose spills stay within ``B`` bytes (:func:`recommend_cap`)."""
+    from ptxforge.toolchain.compile import CompileRequest
     from ptxforge.toolchain.sweep import sweep
 
     from .analyze import analyze_ptx
@@ -286,14 +295,13 @@ def sweep_report(text: Union[str, bytes], filename: str = "<ptx>",
         raise PtxforgeError("sweep: only_caps needs at least one cap")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    a = analyze_ptx(text, filename, target, block, True, kernel=kernel, backend=backend,
-                    dynamic_shared=dynamic_shared, options=options)
+    spec, request = launch_spec(spec), request or CompileRequest()
+    a = analyze_ptx(text, file, spec, kernel=kernel, request=request)
     chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
     sweeps = []
     for n, k in enumerate(a.kernels):
         if progress is not None:   # e.g. the CLI's line on a terminal
             progress(n, len(a.kernels), k.name)
-        sweeps.append(sweep(text, k.name, a.arch, block_size=k.block_size, caps=chosen,
-                            extra_caps=extra, backend=backend, dynamic_shared=dynamic_shared,
-                            options=options))
-    return SweepReport(a, tuple(sweeps), spill_budget)
+        at = attrs.evolve(spec, target=a.arch, block=k.block_size)
+        sweeps.append(sweep(text, k.name, at, caps=chosen, extra_caps=extra, request=request))
+    return SweepReport(analysis=a, sweeps=tuple(sweeps))

@@ -27,7 +27,7 @@ __all__ = ["BY", "PeakGroup", "peak_groups"]
 BY = ("line", "function", "callsite")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class PeakGroup:
     """Values live at the peak that share a function or a call site.
 
@@ -72,8 +72,9 @@ def _by_function(values, kernel_name: str) -> tuple:
     out = []
     for fn, vs in groups.items():
         label = display_name(fn) if fn else f"{display_name(kernel_name)} (own code)"
-        out.append(PeakGroup("function", fn, label, len(vs), sum(v.units for v in vs),
-                             tuple(sorted(v.name for v in vs)), function=fn))
+        out.append(PeakGroup(by="function", key=fn, label=label, count=len(vs),
+                             units=sum(v.units for v in vs),
+                             names=tuple(sorted(v.name for v in vs)), function=fn))
     out.sort(key=lambda g: (-g.units, -g.count, g.function or ""))
     return tuple(out)
 
@@ -108,17 +109,18 @@ def _by_callsite(kernel: ir.Kernel, values) -> tuple:
         known = s.loc.line > 0
         key = f"{s.loc.file}:{s.loc.line}" if known else "(compiler-generated)"
         label = key + (f" ({', '.join(via)} inlined)" if via else "")
-        out.append(PeakGroup("callsite", key, label, s.values, s.units, tuple(sorted(s.registers)),
-                             s.loc.file if known else None, s.loc.line if known else None,
-                             None, tuple(via), getattr(s, "contexts", 1)))
+        out.append(PeakGroup(by="callsite", key=key, label=label, count=s.values, units=s.units,
+                             names=tuple(sorted(s.registers)), file=s.loc.file if known else None,
+                             line=s.loc.line if known else None, function=None, via=tuple(via),
+                             contexts=getattr(s, "contexts", 1)))
     missing = [src.register for src in att.unattributed]
     undefined = [v for v in values if v.def_index is None]
     if missing or undefined:
         names = sorted({r.name for r in missing} | {v.name for v in undefined})
         units = (sum(r.units for r in missing if not r.type.is_pred)
                  + sum(v.units for v in undefined))
-        out.append(PeakGroup("callsite", None, "? (no source line)", len(names), units,
-                             tuple(names)))
+        out.append(PeakGroup(by="callsite", key=None, label="? (no source line)", count=len(names),
+                             units=units, names=tuple(names)))
     return tuple(out)
 
 

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_bytes",
            "local_array_bytes", "launch_limits", "resolve_block", "resolve_target",
-           "register_limit", "cliffs_at", "callers_of", "function_stats", "PTXAS_JSON_KEYS",
-           "ptxas_fields", "stack_text"]
+           "register_limit", "cliffs_at", "callers_of", "no_caller_note", "function_stats",
+           "PTXAS_JSON_KEYS", "ptxas_fields", "stack_text"]
 
 #: The target analysed when neither ``target`` (``--arch``) nor a known ``.target`` says one.
 DEFAULT_ARCH = "sm_80"
@@ -170,6 +170,26 @@ def callers_of(module: ir.Module, name: str) -> tuple:
                 out.append(f.name)
                 break
     return tuple(out)
+
+
+def no_caller_note(module: ir.Module, name: str) -> str:
+    """The end of a ``.func``'s note when no ``call`` names it: its address taken (a call
+    through a function pointer) or none."""
+    import re
+
+    from ptxforge.ptx.demangle import display_name
+
+    word = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+    takers = [f"the initializer of {v.name}" for v in module.globals
+              if getattr(v, "init", None) and word.search(v.init)]
+    takers += [display_name(f.name) for f in module.kernels
+               if any(inst.family != "call" and any(isinstance(op, ir.Symbol) and op.name == name
+                                                    for op in inst.operands)
+                      for inst in f.instructions)]
+    if takers:
+        return (" (called through a function pointer: its address is taken in "
+                f"{', '.join(takers)})")
+    return " (none in this file calls it)"
 
 
 def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:

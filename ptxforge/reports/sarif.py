@@ -12,7 +12,7 @@ become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.
 Example::
 
     >>> from ptxforge.reports.check import CheckReport
-    >>> log = sarif_log(CheckReport((), ()))
+    >>> log = sarif_log(CheckReport(findings=(), kernels=()))
     >>> log["version"], log["runs"][0]["tool"]["driver"]["name"], log["runs"][0]["results"]
     ('2.1.0', 'ptxforge', [])
 """

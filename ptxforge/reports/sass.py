@@ -47,10 +47,11 @@ import attrs
 
 from ptxforge._text import clip, plural, reg_ranges, short_loc, short_path, table, wrap
 from ptxforge.arch.ptxas_model import REGCOUNT_RESERVED, regcount_from_spans
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
-from ptxforge.toolchain.compile import CompileOptions, KernelStats, compile_ptx
+from ptxforge.toolchain.compile import CompileRequest, KernelStats
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
 
@@ -70,7 +71,7 @@ SCHEMA = "ptxforge.sass/1"
 RESERVED = REGCOUNT_RESERVED
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassKernelReport:
     """One kernel: the PTX estimate (None for a cubin given alone), its SASS function, the
     functions its call graph reaches, and ptxas's stats (None for a cubin alone)."""
@@ -242,7 +243,7 @@ class SassKernelReport:
         return "\n".join(lines) + "\n"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassReport:
     """Every selected kernel of one module or cubin."""
 
@@ -302,18 +303,20 @@ def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
     fn = sass.function(name)
     callees = tuple(sass.function(c) for c in sass.call_graph(name)[1:]
                     if c in {f.name for f in sass.functions})
-    return SassKernelReport(name, fn, callees, **kw)
+    return SassKernelReport(name=name, function=fn, callees=callees, **kw)
 
 
-def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Optional[str] = None,
-                backend: str = "auto", options: Optional[CompileOptions] = None,
+def sass_report(source, spec: Union[LaunchSpec, str, int, None] = None, *,
+                kernel: Optional[str] = None, request: Optional[CompileRequest] = None,
                 nvdisasm: Optional[str] = None, file: str = "<ptx>",
                 strict: bool = True) -> SassReport:
-    """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``arch`` (default: the
-    PTX's own ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, read
-    its SASS liveness, and set estimate, SASS peak and REGCOUNT side by side for
-    each ``.entry`` (or ``kernel``).  Cubin bytes (``\\x7fELF…``) are read as they are: no
-    estimate, REGCOUNT from the cubin, the architecture from its header.
+    """Compile ``source`` (PTX text or bytes, or an ``ir.Module``) for ``spec``'s target
+    (a :class:`~ptxforge.arch.spec.LaunchSpec` or a target name; default: the PTX's own
+    ``.target``, else sm_80, as ``ptxforge analyze`` chooses) with line info, as ``request``
+    (a :class:`~ptxforge.toolchain.compile.CompileRequest`) says, read its SASS liveness,
+    and set estimate, SASS peak and REGCOUNT side by side for each ``.entry`` (or
+    ``kernel``).  Cubin bytes (``\\x7fELF…``) are read as they are: no estimate, REGCOUNT
+    from the cubin, the architecture from its header.
 
     Line info does not change the code: with and without ``-lineinfo`` ptxas 13 gives the
     same SASS and registers for every corpus kernel on sm_80 and sm_90.  ``strict=False``
@@ -325,11 +328,11 @@ def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Opt
             match_kernel([f.name for f in sass.entries], kernel, file)]
         reports = tuple(attrs.evolve(r, trace=trace_kernel(r.function))
                         for r in (_kernel_report(n, sass) for n in names))
-        return SassReport(file, sass.arch, None, sass, reports)
+        return SassReport(file=file, arch=sass.arch, backend=None, sass=sass, kernels=reports)
     from ptxforge.ptx.parse import parse
 
     module = source if isinstance(source, ir.Module) else parse(source, file, strict=strict)
-    tgt = resolve_target(target, module.target)[0]
+    tgt = resolve_target(launch_spec(spec).target, module.target)[0]
     bodies = {k.name: k for k in module.kernels if k.body is not None}
     if kernel is not None:  # mangled, demangled or a prefix, as every command takes it
         kernel = match_kernel(list(bodies), kernel, file)
@@ -338,12 +341,12 @@ def sass_report(source, target: Optional[Union[str, int]] = None, *, kernel: Opt
     if not chosen:
         raise PtxforgeError(f"sass: {file} has no .entry kernel (SASS of a .func alone is "
                             "not kept by ptxas)")
-    opts = attrs.evolve(options or CompileOptions(), line_info=True)
-    compiled = compile_ptx(module if isinstance(source, ir.Module) else source, tgt,
-                           backend=backend, options=opts)
+    request = request or CompileRequest()
+    opts = attrs.evolve(request.options, line_info=True)
+    compiled = request.compile(module if isinstance(source, ir.Module) else source, tgt, opts)
     sass = sass_liveness(compiled, nvdisasm=nvdisasm)
     reports = kernel_reports(compiled, sass, module, _compiled_text(source, module), chosen)
-    return SassReport(file, tgt, compiled.backend, sass, reports)
+    return SassReport(file=file, arch=tgt, backend=compiled.backend, sass=sass, kernels=reports)
 
 
 def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,
@@ -360,7 +363,7 @@ def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,
         live = analyze_liveness(k)
         pr = analyze_pressure(k, liveness=live)
         rep = _kernel_report(
-            k.name, sass, estimate=Estimate(pr.peak.units, pr.pred_peak.units),
+            k.name, sass, estimate=Estimate(registers=pr.peak.units, predicates=pr.pred_peak.units),
             estimate_index=pr.peak.index, estimate_instruction=pr.peak.instruction,
             stats=compiled[k.name])
         trace = trace_kernel(rep.function, k, text, module)

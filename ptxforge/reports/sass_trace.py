@@ -118,7 +118,7 @@ def ptx_line_map(text: str, kernel: ir.Kernel) -> dict:
     return out
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class RegisterValue:
     """What one physical register holds at one SASS instruction (see the module doc)."""
 
@@ -141,7 +141,7 @@ class RegisterValue:
                 "note": self.note or None}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LineMax:
     """The most GPRs live at an instruction of one source line (with its call sites)."""
 
@@ -154,7 +154,7 @@ class LineMax:
                 "instructions": self.instructions}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LoopTrace:
     """One PTX loop: its PTX lines (first, last), the SASS peak over its instructions, and
     how many copies of its lines the SASS loop body holds (``unroll``; 1: not unrolled;
@@ -170,7 +170,7 @@ class LoopTrace:
                 "depth": self.depth}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelTrace:
     """A kernel's SASS registers traced to PTX values: at the SASS peak (``peak_values``,
     register order), per source line, per PTX loop; ``folded`` are the PTX values (with
@@ -279,7 +279,7 @@ class _Tracer:
         if not defs:
             later = self.guarded_write(k, r)
             if later is None:
-                return RegisterValue(name, "entry", note="no write reaches it")
+                return RegisterValue(register=name, kind="entry", note="no write reaches it")
             v = self.value(later, r, (later,))
             at = self.fn.instructions[later].offset
             return attrs.evolve(v, note=f"kept for the predicated write at {at:#06x}")
@@ -288,14 +288,16 @@ class _Tracer:
         if not ptx:
             kind, _, _, line, loc = vals[0]
             note = ("made by ptxas inside this PTX line" if kind == "temporary" else "")
-            return _with_loc(RegisterValue(name, kind, None, line, note=note), loc)
+            return _with_loc(RegisterValue(register=name, kind=kind, ptx=None, ptx_line=line,
+                                           note=note), loc)
         names = sorted({v[1] for v in ptx})
         first = ptx[0]
         if len(names) == 1:
             note = "" if len(ptx) == len(vals) else "also written by ptxas-made values"
-            return _with_loc(RegisterValue(name, "ptx", names[0], first[3], unit=first[2],
-                                           note=note), first[4])
-        return _with_loc(RegisterValue(name, "merged", "|".join(names), first[3], unit=first[2],
+            return _with_loc(RegisterValue(register=name, kind="ptx", ptx=names[0],
+                                           ptx_line=first[3], unit=first[2], note=note), first[4])
+        return _with_loc(RegisterValue(register=name, kind="merged", ptx="|".join(names),
+                                       ptx_line=first[3], unit=first[2],
                                        note=f"{len(names)} PTX values share this register"),
                          first[4])
 
@@ -335,7 +337,7 @@ def _by_line(fn) -> tuple:
                                                 for f, n in i.source.inlined_at)))
         n, c = best.get(key, (0, 0))
         best[key] = (max(n, i.count("GPR")), c + 1)
-    rows = [LineMax(k, n, c) for k, (n, c) in best.items()]
+    rows = [LineMax(source=k, max_live=n, instructions=c) for k, (n, c) in best.items()]
     return tuple(sorted(rows, key=lambda x: (-x.max_live, x.source)))
 
 
@@ -362,7 +364,8 @@ def _loops(fn, kernel: ir.Kernel, lines: dict) -> tuple:
             counts = Counter(c.values())
             k_best = max(counts, key=lambda v: (counts[v], v))
             unroll = max(unroll or 0, k_best)
-        out.append(LoopTrace((min(plines), max(plines)), peak, unroll, lp.depth))
+        out.append(LoopTrace(ptx_lines=(min(plines), max(plines)), peak=peak, unroll=unroll,
+                             depth=lp.depth))
     return tuple(sorted(out, key=lambda x: x.ptx_lines))
 
 
@@ -392,9 +395,11 @@ def trace_kernel(fn, kernel: ir.Kernel | None = None, ptx_text: str | None = Non
         for x in {x for i in kernel.instructions for x in i.defs}:
             if x.type.name != "pred":
                 folded |= {(x.name, u) for u in range(x.type.units) if (x.name, u) not in held}
-    return KernelTrace(fn.name, None if k_peak is None else fn.instructions[k_peak].offset,
-                       values, _by_line(fn),
-                       _loops(fn, kernel, tr.lines) if kernel is not None else (),
-                       frozenset(folded), None if k_peak is None else tr.ptx_index(k_peak),
-                       bool(tr.lines),
-                       all(i.ptx_line is not None for i in fn.instructions))
+    return KernelTrace(name=fn.name,
+                       peak_offset=None if k_peak is None else fn.instructions[k_peak].offset,
+                       peak_values=values, by_line=_by_line(fn),
+                       loops=_loops(fn, kernel, tr.lines) if kernel is not None else (),
+                       folded=frozenset(folded),
+                       peak_ptx_index=None if k_peak is None else tr.ptx_index(k_peak),
+                       line_map_ok=bool(tr.lines),
+                       all_ptx_lines=all(i.ptx_line is not None for i in fn.instructions))

@@ -64,7 +64,7 @@ __all__ = ["SCHEMA", "DeltaRow", "KernelPair", "VariantComparison", "compare_var
 SCHEMA = "ptxforge.compare/1"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class DeltaRow:
     """One metric of both variants: ``a``, ``b`` (None: not available), their difference."""
 
@@ -106,7 +106,7 @@ class DeltaRow:
         return (self.metric, fa, fb, fd, change(self.a, self.b))
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelPair:
     """A kernel in both variants and its rows (resources, registers, mix) and opcode rows."""
 
@@ -157,7 +157,7 @@ def _meta(m: ModuleAnalysis) -> dict:
             "tool_version": m.tool_version, "mode": m.mode}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class VariantComparison:
     """Kernel pairs of two module analyses, and the kernels found in only one of them."""
 
@@ -234,31 +234,36 @@ def _rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
         return getattr(s, attr) if s is not None else None
 
     rows = [
-        DeltaRow("ptxas", "registers (ptxas)", stat(sa, "registers"), stat(sb, "registers")),
-        DeltaRow("ptxas", "spill stores (bytes)", stat(sa, "spill_stores"),
-                 stat(sb, "spill_stores")),
-        DeltaRow("ptxas", "spill loads (bytes)", stat(sa, "spill_loads"), stat(sb, "spill_loads")),
-        DeltaRow("ptxas", "stack (bytes)", stat(sa, "stack_frame"), stat(sb, "stack_frame")),
-        DeltaRow("occupancy", "blocks/SM" + ("" if compiled else " (estimate)"),
-                 _occ(a, "active_blocks"), _occ(b, "active_blocks")),
-        DeltaRow("occupancy", "occupancy" + ("" if compiled else " (estimate)"),
-                 _occ(a, "occupancy"), _occ(b, "occupancy"), percent=True),
-        DeltaRow("estimate", "registers (estimate)", a.pressure.peak.units,
-                 b.pressure.peak.units),
-        DeltaRow("estimate", "predicates (estimate)", a.pressure.pred_peak.units,
-                 b.pressure.pred_peak.units),
+        DeltaRow(group="ptxas", metric="registers (ptxas)", a=stat(sa, "registers"),
+                 b=stat(sb, "registers")),
+        DeltaRow(group="ptxas", metric="spill stores (bytes)", a=stat(sa, "spill_stores"),
+                 b=stat(sb, "spill_stores")),
+        DeltaRow(group="ptxas", metric="spill loads (bytes)", a=stat(sa, "spill_loads"),
+                 b=stat(sb, "spill_loads")),
+        DeltaRow(group="ptxas", metric="stack (bytes)", a=stat(sa, "stack_frame"),
+                 b=stat(sb, "stack_frame")),
+        DeltaRow(group="occupancy", metric="blocks/SM" + ("" if compiled else " (estimate)"),
+                 a=_occ(a, "active_blocks"), b=_occ(b, "active_blocks")),
+        DeltaRow(group="occupancy", metric="occupancy" + ("" if compiled else " (estimate)"),
+                 a=_occ(a, "occupancy"), b=_occ(b, "occupancy"), percent=True),
+        DeltaRow(group="estimate", metric="registers (estimate)", a=a.pressure.peak.units,
+                 b=b.pressure.peak.units),
+        DeltaRow(group="estimate", metric="predicates (estimate)", a=a.pressure.pred_peak.units,
+                 b=b.pressure.pred_peak.units),
         *_prediction_rows(a, b),
-        DeltaRow("mix", "instructions", a.mix.instructions, b.mix.instructions),
+        DeltaRow(group="mix", metric="instructions", a=a.mix.instructions, b=b.mix.instructions),
     ]
     types = sorted(set(a.mix.vregs) | set(b.mix.vregs),
                    key=lambda t: (-max(a.mix.vregs.get(t, 0), b.mix.vregs.get(t, 0)), t))
-    rows += [DeltaRow("vregs", f"vregs .{t}", a.mix.vregs.get(t, 0), b.mix.vregs.get(t, 0))
+    rows += [DeltaRow(group="vregs", metric=f"vregs .{t}", a=a.mix.vregs.get(t, 0),
+                      b=b.mix.vregs.get(t, 0))
              for t in types]
-    rows += [DeltaRow("mix", label, key_count(a.mix, pre), key_count(b.mix, pre))
+    rows += [DeltaRow(group="mix", metric=label, a=key_count(a.mix, pre), b=key_count(b.mix, pre))
              for label, pre in KEY_ROWS]
     if a.mix.selp.total or b.mix.selp.total:
-        rows += [DeltaRow("selp", f"selp: {label.strip()}", selp_value(a.mix.selp, attr),
-                          selp_value(b.mix.selp, attr)) for label, attr in SELP_ROWS]
+        rows += [DeltaRow(group="selp", metric=f"selp: {label.strip()}",
+                          a=selp_value(a.mix.selp, attr), b=selp_value(b.mix.selp, attr))
+                 for label, attr in SELP_ROWS]
     return tuple(rows)
 
 
@@ -272,9 +277,10 @@ def _prediction_rows(a: KernelAnalysis, b: KernelAnalysis) -> list:
         return None if p is None else next(
             (c.registers for c in p.components if c.name == name), 0)
     names = list(dict.fromkeys(c.name for p in (pa, pb) if p is not None for c in p.components))
-    return [DeltaRow("prediction", "registers (predicted)", pa and pa.registers,
-                     pb and pb.registers),
-            *(DeltaRow("prediction", f"  {n}", part(pa, n), part(pb, n)) for n in names)]
+    return [DeltaRow(group="prediction", metric="registers (predicted)", a=pa and pa.registers,
+                     b=pb and pb.registers),
+            *(DeltaRow(group="prediction", metric=f"  {n}", a=part(pa, n), b=part(pb, n))
+              for n in names)]
 
 
 def _opcode_rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
@@ -282,7 +288,7 @@ def _opcode_rows(a: KernelAnalysis, b: KernelAnalysis) -> tuple:
     oa, ob = a.mix.by_opcode, b.mix.by_opcode
     ops = sorted(set(oa) | set(ob), key=lambda o: (-abs(ob.get(o, 0) - oa.get(o, 0)),
                                                    -max(oa.get(o, 0), ob.get(o, 0)), o))
-    return tuple(DeltaRow("opcode", o, oa.get(o, 0), ob.get(o, 0)) for o in ops)
+    return tuple(DeltaRow(group="opcode", metric=o, a=oa.get(o, 0), b=ob.get(o, 0)) for o in ops)
 
 
 def _names(m: ModuleAnalysis) -> str:
@@ -330,7 +336,8 @@ def compare_variants(a: ModuleAnalysis, b: ModuleAnalysis, *,
             "--kernel-b B; library: compare_variants(a, b, pairs=[(A, B)]))")
     used_a = {id(x) for x, _ in matched}
     used_b = {id(y) for _, y in matched}
-    pairs_out = tuple(KernelPair(x, y, _rows(x, y), _opcode_rows(x, y)) for x, y in matched)
-    return VariantComparison(a, b, pairs_out,
-                             tuple(k.name for k in a.kernels if id(k) not in used_a),
-                             tuple(k.name for k in b.kernels if id(k) not in used_b))
+    pairs_out = tuple(KernelPair(a=x, b=y, rows=_rows(x, y), opcodes=_opcode_rows(x, y))
+                      for x, y in matched)
+    return VariantComparison(a=a, b=b, pairs=pairs_out,
+                             only_a=tuple(k.name for k in a.kernels if id(k) not in used_a),
+                             only_b=tuple(k.name for k in b.kernels if id(k) not in used_b))

@@ -42,7 +42,7 @@ _PIP_HINT = "pip install nvidia-cuda-nvcc-cu12"
 _PIP_HINT_13 = "pip install nvidia-cuda-nvcc"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class RawResult:
     """What a backend produced: cubin (or None), the info log, per-kernel driver attributes."""
 
@@ -188,9 +188,9 @@ class NvJitLinkBackend(Backend):
         if res["error"] is not None:
             raise _compile_error(self.name, target,
                                  (res["error_log"] + "\n" + res["info"]).strip(), res["error"])
-        return RawResult(self.name, target, res["cubin"], res["info"], res["wall"],
-                         tool=f"nvJitLink {version}", tool_version=tuple(res["version"]),
-                         mode="relocatable")
+        return RawResult(backend=self.name, target=target, cubin=res["cubin"], log=res["info"],
+                         wall_time_s=res["wall"], tool=f"nvJitLink {version}",
+                         tool_version=tuple(res["version"]), mode="relocatable")
 
 
 # --- ptxas executable -------------------------------------------------------------------------
@@ -356,9 +356,9 @@ class PtxasBackend(Backend):
                         "executable (is it ptxas?)")
                 with open(out, "rb") as fh:
                     cubin = fh.read()
-                return RawResult(self.name, target, cubin, log, wall, tool=_describe(exe),
-                                 tool_version=ptxas_version(exe), tool_path=exe,
-                                 mode=options.mode)
+                return RawResult(backend=self.name, target=target, cubin=cubin, log=log,
+                                 wall_time_s=wall, tool=_describe(exe),
+                                 tool_version=ptxas_version(exe), tool_path=exe, mode=options.mode)
         raise BackendUnavailableError(
             f"ptxas backend: no installed ptxas accepts target {target}; refused by: "
             f"{', '.join(refused)}. {_toolkit_hint(target)}")
@@ -494,7 +494,8 @@ class DriverBackend(Backend):
         finally:
             driver.cuCtxPopCurrent()
             driver.cuDevicePrimaryCtxRelease(dev)
-        return RawResult(self.name, sm, None, info, wall, attributes, tool=self.status()[1])
+        return RawResult(backend=self.name, target=sm, cubin=None, log=info, wall_time_s=wall,
+                         attributes=attributes, tool=self.status()[1])
 
     def max_active_blocks(self, ptx: str, kernel: str, block_size: int,
                           dynamic_shared: int = 0) -> int:

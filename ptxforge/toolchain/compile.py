@@ -51,6 +51,7 @@ from .ptxas_log import PtxasLog, parse_ptxas_log
 
 __all__ = [
     "CompileOptions",
+    "CompileRequest",
     "Compiled",
     "KernelStats",
     "PtxEntry",
@@ -99,7 +100,7 @@ def _entries(value) -> tuple:
     return out
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CompileOptions:
     """ptxas options, validated here and turned into flags here (never touches a GPU).
 
@@ -186,9 +187,82 @@ class CompileOptions:
         return names, values
 
 
+def _backend(_, attribute, value) -> None:
+    if not isinstance(value, Backend) and value not in ("auto", *BACKEND_NAMES):
+        raise PtxforgeError(f"CompileRequest.backend: expected 'auto', one of "
+                            f"{', '.join(BACKEND_NAMES)} or a Backend, got {value!r}")
+
+
+def _options(_, attribute, value) -> None:
+    if not isinstance(value, CompileOptions):
+        raise PtxforgeError(f"CompileRequest.options: expected a CompileOptions, got "
+                            f"{type(value).__name__} {value!r}")
+
+
+def _ptxas_path(value) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise PtxforgeError(f"CompileRequest.ptxas: expected None or the path of a ptxas "
+                            f"executable, got {value!r}")
+    return os.fspath(value)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class CompileRequest:
+    """How to compile: which compiler, which ptxas executable, which options, isolated or not.
+
+    Validated once here and passed as one value through every report that compiles.
+    ``backend`` is ``"auto"`` (the newest ptxas that accepts the target), ``"ptxas"``,
+    ``"nvjitlink"``, ``"driver"`` or a :class:`~ptxforge.toolchain.backends.Backend`;
+    ``ptxas`` pins a ptxas executable (it implies ``backend="ptxas"``); ``options`` are the
+    ptxas :class:`CompileOptions` (``options.relocatable`` picks the mode); ``isolate``
+    compiles an in-process backend in a worker child, so a crash of nvJitLink raises
+    :class:`~ptxforge.errors.CompilerCrashError` instead of ending the caller's process.
+
+    Example::
+
+        >>> r = CompileRequest(backend="nvjitlink", options=CompileOptions(relocatable=True))
+        >>> r.compiler, r.mode, r.isolate
+        ('nvjitlink', 'relocatable', True)
+        >>> CompileRequest(backend="nvcc")
+        Traceback (most recent call last):
+        ...
+        ptxforge.errors.PtxforgeError: CompileRequest.backend: expected 'auto', one of ...
+    """
+
+    backend: Union[str, Backend] = attrs.field(default="auto", validator=_backend)
+    ptxas: Optional[str] = attrs.field(default=None, converter=_ptxas_path)
+    options: CompileOptions = attrs.field(factory=CompileOptions, validator=_options)
+    isolate: bool = attrs.field(default=True, converter=bool)
+
+    def __attrs_post_init__(self) -> None:
+        if self.ptxas is not None and self.backend not in ("auto", "ptxas"):
+            raise PtxforgeError(f"CompileRequest: ptxas={self.ptxas!r} names a ptxas "
+                                f"executable; expected backend 'auto' or 'ptxas' with it, got "
+                                f"{self.backend!r}")
+
+    @property
+    def compiler(self) -> Union[str, Backend]:
+        """The backend :func:`compile_ptx` takes: a pinned ptxas when ``ptxas`` is set."""
+        return PtxasBackend(self.ptxas) if self.ptxas is not None else self.backend
+
+    @property
+    def mode(self) -> str:
+        """``"relocatable"`` or ``"whole-program"`` (``options.mode``)."""
+        return self.options.mode
+
+    def compile(self, ptx_or_module, target: Union[str, int],
+                options: Optional[CompileOptions] = None) -> Compiled:
+        """:func:`compile_ptx` with this request (``options`` replaces ``self.options``)."""
+        return compile_ptx(ptx_or_module, target, backend=self.compiler,
+                           options=self.options if options is None else options,
+                           isolate=self.isolate)
+
+
 # --- results ----------------------------------------------------------------------------------
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Compiled:
     """The result of :func:`compile_ptx`: per-kernel stats, cubin (if any) and the raw log."""
 
@@ -398,9 +472,11 @@ def compiled_from_raw(raw, entries: tuple, options: CompileOptions,
                       note: Optional[str] = None) -> Compiled:
     """A :class:`Compiled` from a backend's RawResult (stats per entry of ``entries``)."""
     notes = "; ".join(n for n in (note, raw.note) if n) or None
-    return Compiled(raw.target, raw.backend, options,
-                    kernel_stats(raw, entries, options.max_registers), raw.log, raw.cubin,
-                    raw.tool, raw.wall_time_s, raw.tool_version, raw.tool_path, notes, raw.mode)
+    return Compiled(target=raw.target, backend=raw.backend, options=options,
+                    kernels=kernel_stats(raw, entries, options.max_registers), log=raw.log,
+                    cubin=raw.cubin, tool=raw.tool, wall_time_s=raw.wall_time_s,
+                    tool_version=raw.tool_version, tool_path=raw.tool_path, note=notes,
+                    mode=raw.mode)
 
 
 def explain_compile_error(exc: CompileError, ptx: str, target: str,

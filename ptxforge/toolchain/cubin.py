@@ -48,7 +48,7 @@ _BY_NAME = {v: k for k, v in EIATTR.items()}
 SHT_CUDA_INFO = 0x70000000
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Section:
     index: int
     name: str
@@ -60,7 +60,7 @@ class Section:
     info: int
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Record:
     """One EIATTR record: ``value`` is an int (NVAL→None, BVAL/HVAL) or bytes (SVAL)."""
 
@@ -78,7 +78,7 @@ class Record:
         return struct.unpack_from(f"<{len(v) // 4}I", v)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CubinKernel:
     """Resources of one kernel as the cubin records them (None: not recorded)."""
 
@@ -107,7 +107,7 @@ class CubinKernel:
         return self.min_stack_size != UNKNOWN_STACK
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class CubinInfo:
     """The ELF header facts and every function found (kernels and device functions)."""
 
@@ -149,10 +149,11 @@ def parse_nv_info(data: bytes) -> tuple:
             payload = bytes(data[pos:pos + val])
             if len(payload) != val:
                 raise PtxforgeError(f"cubin: truncated EIATTR 0x{attr:02x} record at byte {pos - 4}")
-            out.append(Record(attr, fmt, payload))
+            out.append(Record(attribute=attr, format=fmt, value=payload))
             pos += val
         elif fmt in (1, 2, 3):
-            out.append(Record(attr, fmt, None if fmt == 1 else (val & 0xFF if fmt == 2 else val)))
+            out.append(Record(attribute=attr, format=fmt,
+                              value=None if fmt == 1 else (val & 0xFF if fmt == 2 else val)))
         else:
             raise PtxforgeError(f"cubin: unknown EIATTR format byte 0x{fmt:02x} at byte {pos - 4}; "
                                 "expected 0x01..0x04 (NVAL, BVAL, HVAL, SVAL)")
@@ -216,7 +217,8 @@ def _read_cubin(data: bytes) -> CubinInfo:
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names = data[raw[shstrndx][4]: raw[shstrndx][4] + raw[shstrndx][5]]
-    sections = tuple(Section(i, _cstr(names, r[0]), r[1], r[2], r[4], r[5], r[6], r[7])
+    sections = tuple(Section(index=i, name=_cstr(names, r[0]), type=r[1], flags=r[2], offset=r[4],
+                             size=r[5], link=r[6], info=r[7])
                      for i, r in enumerate(raw))
     by_name = {s.name: s for s in sections}
 
@@ -291,4 +293,5 @@ def _read_cubin(data: bytes) -> CubinInfo:
             callees=tuple(dict.fromkeys(b for a, b in calls if a == name)),
         ))
     kernels.sort(key=lambda k: k.name)
-    return CubinInfo(sm, sections, tuple(kernels), abi, flags, calls)
+    return CubinInfo(sm=sm, sections=sections, kernels=tuple(kernels), abi_version=abi,
+                     e_flags=flags, calls=calls)

@@ -47,7 +47,7 @@ _BOOT = ("import importlib.util, sys\n"
          "mod.serve()\n")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Crash:
     """A child that died while it ran a job: ``signal`` (e.g. 11) or ``exit_code``."""
 
@@ -113,7 +113,7 @@ class _Worker:
             self.err.seek(0)
             tail = self.err.read()[-4000:].decode(errors="replace")
             self.close()
-            return Crash(code if code != 0 else 1, tail)
+            return Crash(exit_code=code if code != 0 else 1, stderr=tail)
 
     @property
     def alive(self) -> bool:

@@ -33,7 +33,7 @@ from .regcap import resolve_register_cap
 __all__ = ["KernelStats", "callee_spills", "deepest_chain", "kernel_stats"]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelStats:
     """What ptxas assigned to one kernel.
 

@@ -46,7 +46,7 @@ _OTHER = re.compile(r"^(?:ptxas\s+)?(error|warning|fatal)\s*:\s*(.*)$")
 _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class FunctionInfo:
     """What ptxas reported for one function (``None``: the log did not say)."""
 
@@ -74,7 +74,7 @@ class FunctionInfo:
         return None
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LinkerSummary:
     """nvJitLink's own per-function summary line ('info    : used N registers, …')."""
 
@@ -87,7 +87,7 @@ class LinkerSummary:
     cmem: tuple = ()
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Diagnostic:
     """An error or warning line; ``line`` is the PTX line number when ptxas gave one."""
 
@@ -97,7 +97,7 @@ class Diagnostic:
     file: Optional[str] = None
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class PtxasLog:
     """A parsed log: functions in log order, linker summaries, gmem, diagnostics."""
 
@@ -181,7 +181,8 @@ def parse_ptxas_log(text: str) -> PtxasLog:
             continue
         m = _DIAG.match(line)
         if m:
-            diags.append(Diagnostic(m.group(3), m.group(4).strip(), int(m.group(2)), m.group(1)))
+            diags.append(Diagnostic(severity=m.group(3), message=m.group(4).strip(),
+                                    line=int(m.group(2)), file=m.group(1)))
             continue
         m = _COMPILING.search(line)
         if m:
@@ -218,9 +219,10 @@ def parse_ptxas_log(text: str) -> PtxasLog:
         m = _NVJ_USED.match(line)
         if m and nvj_current is not None:
             f = _fields(m.group(2))
-            linker.append(LinkerSummary(nvj_current, int(m.group(1)), f.get("barriers"),
-                                        f.get("stack"), f.get("shared"), f.get("local"),
-                                        f["cmem"]))
+            linker.append(LinkerSummary(name=nvj_current, registers=int(m.group(1)),
+                                        barriers=f.get("barriers"), stack=f.get("stack"),
+                                        shared=f.get("shared"), local=f.get("local"),
+                                        cmem=f["cmem"]))
             nvj_current = None
             continue
         m = _CTIME.search(line)
@@ -238,6 +240,7 @@ def parse_ptxas_log(text: str) -> PtxasLog:
             continue
         m = _OTHER.match(line.strip())
         if m:
-            diags.append(Diagnostic(m.group(1), m.group(2).strip()))
+            diags.append(Diagnostic(severity=m.group(1), message=m.group(2).strip()))
     functions = tuple(FunctionInfo(**recs[n]) for n in order)
-    return PtxasLog(functions, tuple(linker), gmem, tuple(diags), text)
+    return PtxasLog(functions=functions, linker=tuple(linker), gmem=gmem, diagnostics=tuple(diags),
+                    text=text)

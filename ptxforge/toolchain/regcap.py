@@ -48,7 +48,7 @@ def implied_register_cap(threads: int, min_blocks: int = 1, target: str = "sm_80
     return 0
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class RegisterCap:
     """``cap``: the cap in force (None: none); ``source``: ``"--maxrregcount"``,
     ``".maxnreg"``, ``"launch bounds"`` or ``"ptxas"``; ``detail`` spells the source out;
@@ -111,8 +111,9 @@ def resolve_register_cap(entry, requested: Optional[int], target: str,
     derived = min((c for c, _, _ in candidates), default=None)
     cap = derived if recorded is None else (recorded if recorded < NO_CAP else None)
     if cap is None:
-        return RegisterCap(None, note=note)
+        return RegisterCap(cap=None, note=note)
     for c, source, detail in candidates:
         if c == cap:
-            return RegisterCap(cap, source, detail, note)
-    return RegisterCap(cap, "ptxas", f"EIATTR_MAXREG_COUNT {cap} in the cubin", note)
+            return RegisterCap(cap=cap, source=source, detail=detail, note=note)
+    return RegisterCap(cap=cap, source="ptxas", detail=f"EIATTR_MAXREG_COUNT {cap} in the cubin",
+                       note=note)

@@ -182,7 +182,7 @@ def _run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
 
 # --- results ---------------------------------------------------------------------------------
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassInstruction:
     """One SASS instruction: its byte offset in the function, its text, the live-register
     count per register file (``counts``: ``((group, n), …)``), the registers marked
@@ -222,7 +222,7 @@ class SassInstruction:
                 "ptx_line": self.ptx_line, "ptx": self.ptx}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassPeak:
     """The largest live count of one register file in a function, every instruction where it
     is reached (offset order), and the registers live at the first of them."""
@@ -242,7 +242,7 @@ class SassPeak:
                 "instructions": [i.to_dict() for i in ins], "registers": list(self.registers)}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassFunction:
     """One function of the cubin as nvdisasm sees it.
 
@@ -269,7 +269,7 @@ class SassFunction:
         at = tuple(i for i, n in zip(self.instructions, counts) if n == best) if best else ()
         regs = (tuple(register_name(group, r) for r in at[0].registers(group, call_clobbers))
                 if at else ())
-        return SassPeak(group, best, at, regs)
+        return SassPeak(group=group, count=best, instructions=at, registers=regs)
 
     def used(self, group: str = "GPR") -> tuple:
         """Indices of every ``group`` register the function touches, ascending."""
@@ -294,7 +294,7 @@ class SassFunction:
                 "peaks": {g: self.peak(g).to_dict(top) for g in self.groups}}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassLiveness:
     """Every function nvdisasm found in a cubin (section order), with the tool that read it."""
 
@@ -427,11 +427,14 @@ def parse_sass(life_ranges: str, lines: str = "", ptx_lines: Optional[str] = Non
                 got = texts.get(pl.file, ())
                 line_text = (" ".join(got[pl.line - 1].split()) if 0 < pl.line <= len(got)
                              else None)
-            ins.append(SassInstruction(r.offset, r.text, tuple(zip(f.groups, r.counts)),
-                                       tuple(zip(f.groups, r.marks)), fs.get(r.offset),
-                                       None if pl is None else pl.line, line_text))
-        functions.append(SassFunction(f.name, f.entry, f.groups, tuple(ins), regs.get(f.name),
-                                      f.shi_registers, tuple(calls.get(f.name, ())), f.labels))
+            ins.append(SassInstruction(offset=r.offset, text=r.text,
+                                       counts=tuple(zip(f.groups, r.counts)),
+                                       marks=tuple(zip(f.groups, r.marks)), source=fs.get(r.offset),
+                                       ptx_line=None if pl is None else pl.line, ptx=line_text))
+        functions.append(SassFunction(name=f.name, entry=f.entry, groups=f.groups,
+                                      instructions=tuple(ins), regcount=regs.get(f.name),
+                                      shi_registers=f.shi_registers,
+                                      callees=tuple(calls.get(f.name, ())), labels=f.labels))
     return tuple(functions)
 
 
@@ -458,7 +461,9 @@ def sass_liveness(cubin, *, nvdisasm: Optional[str] = None, line_info: bool = Tr
                            regcounts={k.name: k.registers for k in info.kernels},
                            callees=_callgraph(data, info))
     target = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
-    return SassLiveness(target.group(1) if target else f"sm_{info.sm}", tool,
-                        nvdisasm_version(tool), functions,
-                        any(i.source is not None for f in functions for i in f.instructions),
-                        any(i.ptx_line is not None for f in functions for i in f.instructions))
+    return SassLiveness(arch=target.group(1) if target else f"sm_{info.sm}", tool=tool,
+                        version=nvdisasm_version(tool), functions=functions,
+                        line_info=any(i.source is not None
+                                      for f in functions for i in f.instructions),
+                        ptx_lines=any(i.ptx_line is not None
+                                      for f in functions for i in f.instructions))

@@ -50,7 +50,7 @@ def _fail(what: str, lineno: int, line: str, source: str) -> _Error:
     return _Error(f"{source}:{lineno}: {what}\n    {line.strip()[:200]}")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SourceLine:
     """A line annotation: ``file:line``, with the call sites it was inlined at (innermost
     first)."""
@@ -70,7 +70,7 @@ class SourceLine:
                 "inlined_at": [{"file": f, "line": n} for f, n in self.inlined_at]}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class TableRow:
     """One instruction's row: offset, text, and per register file the live count and the
     ``(register, mark)`` pairs of the registers marked (every non-space column)."""
@@ -81,7 +81,7 @@ class TableRow:
     marks: tuple       # one tuple of (index, mark) per register file
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ParsedFunction:
     """A function's section: name, whether it is an ``.entry``, the ``SHI_REGISTERS`` the
     section header records (None: not printed, as on sm_90+), the register files (table
@@ -95,7 +95,7 @@ class ParsedFunction:
     labels: tuple = ()   # ((label, offset of the instruction it names), …), e.g. (".L_x_3", 0x170)
 
 
-@attrs.define
+@attrs.frozen(slots=True, kw_only=True)
 class _Group:
     name: str
     width: int
@@ -146,8 +146,8 @@ def _header(rows: list, source: str) -> list:
         if units.index("#") >= count_end:
             raise _fail(f"the {name} live-count column '#' is not before the register "
                         "columns", units_line, "|" + "|".join(digit_rows[-1][1]) + "|", source)
-        groups.append(_Group(name, len(cell), count_end, tuple(columns),
-                             frozenset(p for p, _ in columns)))
+        groups.append(_Group(name=name, width=len(cell), count_end=count_end,
+                             columns=tuple(columns), positions=frozenset(p for p, _ in columns)))
     return groups
 
 
@@ -198,9 +198,10 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
 
     def close() -> None:
         if cur is not None:
-            functions.append(ParsedFunction(cur["name"], cur["entry"], cur["shi"],
-                                            tuple(g.name for g in cur["groups"] or ()),
-                                            tuple(cur["rows"]), tuple(cur["labels"])))
+            functions.append(ParsedFunction(name=cur["name"], entry=cur["entry"],
+                                            shi_registers=cur["shi"],
+                                            groups=tuple(g.name for g in cur["groups"] or ()),
+                                            rows=tuple(cur["rows"]), labels=tuple(cur["labels"])))
 
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _SECTION.match(line)
@@ -248,7 +249,8 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
         offset = int(im.group(1), 16)
         cur["labels"] += [(name, offset) for name in pending]
         pending = []
-        cur["rows"].append(TableRow(offset, " ".join(im.group(2).split()), counts, marks))
+        cur["rows"].append(TableRow(offset=offset, text=" ".join(im.group(2).split()),
+                                    counts=counts, marks=marks))
     close()
     return tuple(functions)
 
@@ -283,7 +285,7 @@ def parse_line_annotations(text: str, source: str = "<nvdisasm>",
                 raise _fail("expected '//## File \"F\", line N' optionally followed by "
                             "'inlined at \"F\", line N'", lineno, line, source)
             if ptx is None or ptx == m.group(1).startswith(PTX_FILE_PREFIX):
-                here = SourceLine(m.group(1), int(m.group(2)), tuple(chain))
+                here = SourceLine(file=m.group(1), line=int(m.group(2)), inlined_at=tuple(chain))
             continue
         im = _INSTR.match(line)
         if im and here is not None:

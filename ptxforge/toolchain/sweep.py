@@ -21,7 +21,7 @@ register target of 28 or higher") becomes a row marked ``refused`` with ptxas's 
 
 Example::
 
-    >>> s = sweep(ptx, "pressure", "sm_80", block_size=256)      # doctest: +SKIP
+    >>> s = sweep(ptx, "pressure", LaunchSpec(target="sm_80", block=256))  # doctest: +SKIP
     >>> print(s.to_text())                                        # doctest: +SKIP
 """
 
@@ -30,18 +30,19 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
-from typing import Optional
+from typing import Optional, Union
 
 import attrs
 
 from ptxforge.arch.occupancy import occupancy, register_cliffs, unknown_arch_reason
-from ptxforge.arch.targets import target as as_target
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import ptx_entries, ptx_target, with_maxnreg, with_version
 
 from .backends import PtxasBackend
 from .compile import (
     CompileOptions,
+    CompileRequest,
     _choose,
     _source,
     compiled_from_raw,
@@ -62,7 +63,7 @@ _MIN_REGS_IN = re.compile(r"Insufficient registers \(\d+\) to compile instructio
                           r"in function ([\w$.]+?)\.?(?:\s|$)")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SweepRow:
     """One compile: ``cap`` None is the uncapped baseline.
 
@@ -108,7 +109,7 @@ class SweepRow:
                 "tool": self.tool, "note": self.note}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Sweep:
     """The table of a sweep, baseline first then caps from high to low.
 
@@ -263,26 +264,35 @@ def _row(cap, k, tgt, block_size, dynamic_shared, required, raw_backend, tool, n
     common = dict(register_cap=k.register_cap, register_cap_source=k.register_cap_source,
                   backend=raw_backend, tool=tool, note=note)
     if unknown is not None:
-        return SweepRow(cap, k.registers, k.spill_stores, k.spill_loads, k.stack_frame,
-                        None, None, (), unknown, **common)
+        return SweepRow(cap=cap, registers=k.registers, spill_stores=k.spill_stores,
+                        spill_loads=k.spill_loads, stack_frame=k.stack_frame, blocks_per_sm=None,
+                        occupancy=None, limiting=(), reason=unknown, **common)
     occ = occupancy(k.registers, block_size, tgt, shared=k.shared, dynamic_shared=dynamic_shared,
                     barriers=max(k.barriers or 1, 1), max_threads=k.max_threads_per_block,
                     required_threads=required)
-    return SweepRow(cap, k.registers, k.spill_stores, k.spill_loads, k.stack_frame,
-                    occ.active_blocks, occ.occupancy, occ.limiting, occ.reason, **common)
+    return SweepRow(cap=cap, registers=k.registers, spill_stores=k.spill_stores,
+                    spill_loads=k.spill_loads, stack_frame=k.stack_frame,
+                    blocks_per_sm=occ.active_blocks, occupancy=occ.occupancy, limiting=occ.limiting,
+                    reason=occ.reason, **common)
 
 
-def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
-          block_size: int = 256, caps=None, extra_caps=(), backend="auto",
-          options: Optional[CompileOptions] = None, dynamic_shared: int = 0,
-          max_workers: Optional[int] = None, isolate: bool = True) -> Sweep:
+def sweep(ptx_or_module, kernel: Optional[str] = None,
+          spec: Union[LaunchSpec, str, int, None] = "sm_80", *, caps=None, extra_caps=(),
+          request: Optional[CompileRequest] = None, max_workers: Optional[int] = None) -> Sweep:
     """Compile ``kernel`` uncapped and at each cap (in parallel) and tabulate the results.
 
+    ``spec`` is the launch (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name;
+    target default sm_80, block default 256 threads); ``request`` the
+    :class:`~ptxforge.toolchain.compile.CompileRequest` (backend, options; its
+    ``isolate=False`` compiles in this process, where a crash of nvJitLink ends it).
     ``caps`` None means :func:`default_caps`; ``extra_caps`` are added to either.
-    ``isolate=False`` compiles in this process (a crash of nvJitLink then ends it).
     """
+    spec, request = launch_spec(spec), request or CompileRequest()
+    tgt = spec.target or "sm_80"
+    block_size = 256 if spec.block is None else spec.block
+    dynamic_shared, options, isolate = spec.dynamic_shared, request.options, request.isolate
+    backend = request.compiler
     ptx = _source(ptx_or_module)
-    tgt = as_target(target).name
     info = ptx_target(ptx)
     entries = {e.name: e for e in ptx_entries(ptx)}
     kernel = _check_kernel(ptx, kernel, entries)
@@ -291,7 +301,7 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
         if not isinstance(c, int) or isinstance(c, bool) or not 16 <= c <= 255:
             raise PtxforgeError(f"sweep: caps must be ints in 16..255, got {c!r}")
     cap_list = [None] + sorted(chosen, reverse=True)
-    base, debug_note = prepare_options(options or CompileOptions(), info)
+    base, debug_note = prepare_options(options, info)
     base = attrs.evolve(base, max_registers=None,
                         entries=(kernel,) if len(entries) > 1 else base.entries)
     entry = entries[kernel]
@@ -321,8 +331,10 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
         if isinstance(res, CompilerCrashError):
             raw, note = _retry(job_ptx, tgt, opts, res)
             if raw is None:
-                rows.append(SweepRow(cap, None, None, None, None, None, None, (), None,
-                                     status="crashed", error=note, backend=be.name))
+                rows.append(SweepRow(cap=cap, registers=None, spill_stores=None, spill_loads=None,
+                                     stack_frame=None, blocks_per_sm=None, occupancy=None,
+                                     limiting=(), reason=None, status="crashed", error=note,
+                                     backend=be.name))
                 continue
             res = raw
         elif isinstance(res, CompileError):
@@ -341,8 +353,9 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                             f"({text})")
         if isinstance(res, CompileError):
             text, least = _refusal(res)
-            rows.append(SweepRow(cap, None, None, None, None, None, None, (), None,
-                                 status="refused", error=f"refused by ptxas: {text}",
+            rows.append(SweepRow(cap=cap, registers=None, spill_stores=None, spill_loads=None,
+                                 stack_frame=None, blocks_per_sm=None, occupancy=None, limiting=(),
+                                 reason=None, status="refused", error=f"refused by ptxas: {text}",
                                  min_registers=least, backend=be.name))
             continue
         k = compiled_from_raw(res, tuple(e for e in ptx_entries(job_ptx) if e.name == kernel),
@@ -363,8 +376,9 @@ def sweep(ptx_or_module, kernel: Optional[str] = None, target: str = "sm_80", *,
                 notes.append(_UNREACHED_NOTE)
         rows.append(_row(cap, k, tgt, block_size, dynamic_shared, required, res.backend,
                          res.tool, note))
-    return Sweep(kernel, tgt, block_size, be.name, tuple(rows), method, tuple(notes),
-                 be.status()[1] if be.name != "ptxas" else (rows[0].tool or ""))
+    return Sweep(kernel=kernel, target=tgt, block_size=block_size, backend=be.name,
+                 rows=tuple(rows), cap_method=method, notes=tuple(notes),
+                 tool=be.status()[1] if be.name != "ptxas" else (rows[0].tool or ""))
 
 
 # Measured with ptxas 13.5 and 12.9 alike (sgemm_4x4 of tests/corpus/gemm.cu: 56 uncapped, 67

@@ -177,8 +177,8 @@ def test_budget_precedence_flags_then_defaults_then_kernel_tables():
     from ptxforge.reports.check import Budget
 
     flags = Budget(max_registers=200, no_spills=True, max_stack=8)
-    assert b.for_kernel(["zz"], flags) == Budget(100, True, 8)
-    assert b.for_kernel(["abc"], flags) == Budget(40, False, 8)
+    assert b.for_kernel(["zz"], flags) == Budget(max_registers=100, no_spills=True, max_stack=8)
+    assert b.for_kernel(["abc"], flags) == Budget(max_registers=40, no_spills=False, max_stack=8)
     assert b.for_kernel(["a1"], flags).max_registers == 50
     with pytest.raises(BudgetError, match="min-occupancy"):
         parse_budget('[defaults]\nmin-occupancy = 0\n')

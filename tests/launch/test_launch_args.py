@@ -693,20 +693,21 @@ def test_ptx_target_and_device_checks():
 # --- timing statistics ----------------------------------------------------------------------
 
 def test_timing_statistics_and_rates():
-    t = Timing((1.0, 3.0, 2.0, 10.0), warmup=2, bytes=4 * 10**9, flops=2 * 10**9, label="k")
+    t = Timing(times_ms=(1.0, 3.0, 2.0, 10.0), warmup=2, bytes=4 * 10**9, flops=2 * 10**9,
+               label="k")
     assert t.median_ms == 2.5 and t.min_ms == 1.0 and t.max_ms == 10.0 and t.mean_ms == 4.0
     assert t.gbps == pytest.approx(1600.0) and t.gflops == pytest.approx(800.0)
     assert t.best_gbps == pytest.approx(4000.0)
     assert str(t) == ("k: median 2.5000 ms (min 1.0000, mean 4.0000 over 4 runs), "
                       "1600.0 GB/s, 800.0 GFLOP/s")
-    assert Timing((1.0,)).gbps is None and Timing((1.0,)).stdev_ms == 0.0
+    assert Timing(times_ms=(1.0,)).gbps is None and Timing(times_ms=(1.0,)).stdev_ms == 0.0
 
 
 def test_timing_validation():
     with pytest.raises(LaunchError, match="at least one"):
-        Timing(())
+        Timing(times_ms=())
     with pytest.raises(LaunchError, match=">= 0 ms"):
-        Timing((1.0, -1.0))
+        Timing(times_ms=(1.0, -1.0))
 
 
 # --- without a driver -----------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from ptxforge import CompilerCrashError, analyze_ptx
 from ptxforge.cli import main
 from ptxforge.ptx.directives import with_maxnreg
-from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+from ptxforge.toolchain.compile import CompileOptions, CompileRequest, compile_ptx
 
 from cli_util import flat, header
 from compile_sources import CALLS, LIVE64, OCTREE_WALK, nvrtc
@@ -112,7 +112,7 @@ def test_launch_bounds_name_the_caps_source(capsys, ptx):
 
 def test_a_maxrregcount_launch_bounds_ignore_is_noted(ptx):
     a = analyze_ptx(ptx["bounds"].read_text(), "lb.ptx",
-                    options=CompileOptions(max_registers=40))
+                    request=CompileRequest(options=CompileOptions(max_registers=40)))
     k = a.kernels[0]
     assert k.stats.register_cap == 64
     note = k.to_dict()["ptxas"]["register_cap_note"]
@@ -141,7 +141,7 @@ def test_a_ptxas_executable_is_named_with_its_version(capsys, ptx):
     if alt is None:
         pytest.skip("no ptxas executable accepts sm_80")
     text = with_version(ptx["calls"].read_text(), (8, 0))
-    a = analyze_ptx(text, "calls.ptx", backend="ptxas")
+    a = analyze_ptx(text, "calls.ptx", request=CompileRequest(backend="ptxas"))
     assert a.tool.startswith("ptxas ") and a.tool.endswith(")")
     assert re.search(r"; ptxas \d+\.\d+ \(\S*ptxas\), whole-program", header(a.to_text()))
 
@@ -164,10 +164,10 @@ def test_analyze_ptx_raises_compiler_crash_error_in_a_child():
     # in a child process, so that a regression (no isolation) kills the child, not pytest
     code = ("import sys; sys.path.insert(0, 'tests/support')\n"
             "from compile_sources import OCTREE_WALK, nvrtc\n"
-            "from ptxforge import analyze_ptx, CompilerCrashError\n"
+            "from ptxforge import analyze_ptx, CompileRequest, CompilerCrashError\n"
             "from ptxforge.ptx.directives import with_maxnreg\n"
             "p = with_maxnreg(nvrtc(OCTREE_WALK, 'walk', 'sm_80'), 'walk', 24)\n"
-            "try:\n    analyze_ptx(p, backend='nvjitlink')\n"
+            "try:\n    analyze_ptx(p, request=CompileRequest(backend='nvjitlink'))\n"
             "except CompilerCrashError as e:\n    print('crash', e.crash.signal)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)

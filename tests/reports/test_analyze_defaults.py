@@ -222,10 +222,12 @@ def test_occupancy_json_names_the_arch_as_given(capsys):
 
 
 def test_library_defaults_match_the_command(files):
+    from ptxforge.arch.spec import LaunchSpec
     from ptxforge.reports.analyze import analyze_ptx
 
     a = analyze_ptx(TRITON.read_text(), compile=False)
     assert (a.arch, a.arch_source) == ("sm_90a", "target")
     assert (a.kernels[0].block_size, a.kernels[0].block_source) == (128, ".reqntid")
-    b = analyze_ptx(corpus_ptx("weno", "sm_80"), compile=False, dynamic_shared=1024)
+    b = analyze_ptx(corpus_ptx("weno", "sm_80"), spec=LaunchSpec(dynamic_shared=1024),
+                    compile=False)
     assert b.kernels[0].occupancy.shared_per_block == 1024

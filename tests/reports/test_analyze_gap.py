@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ptxforge.reports.analyze import analyze_ptx
-from ptxforge.toolchain.compile import CompileOptions, compile_ptx
+from ptxforge.toolchain.compile import CompileOptions, CompileRequest, compile_ptx
 from ptxforge.toolchain.sass import NVDISASM_ENV, sass_liveness
 
 from corpus_util import corpus_ptx, corpus_sources
@@ -67,7 +67,7 @@ def test_relocatable_scan_by_key_is_the_helper_call():
     of the 50 registers its clobbers; whole-program there is no call and no clobber."""
     ptx = corpus_ptx("scan_by_key", "sm_80", False)
     (k,) = analyze_ptx(ptx, "scan_by_key.ptx", "sm_80",
-                       options=CompileOptions(relocatable=True)).kernels
+                       request=CompileRequest(options=CompileOptions(relocatable=True))).kernels
     gap = _gap_sums(k)
     assert k.stats.registers == 50 and gap["ABI call clobbers"] == max(gap.values()) == 21
     assert _sass_notes(k)[0].startswith("From the SASS: +21 ABI call clobbers")

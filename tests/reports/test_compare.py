@@ -14,14 +14,14 @@ PTX = Path(__file__).parents[1] / "data" / "ptx"
 
 def test_compare_pressure_kernel():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    c = compare_with_ptxas(Estimate(registers=69, predicates=0), k, block_size=256)
+    c = compare_with_ptxas(Estimate(registers=69, predicates=0), k)
     assert c.difference == 3 and c.ratio == pytest.approx(72 / 69)
     assert c.occupancy_estimate.active_blocks == 3 and c.occupancy_ptxas.active_blocks == 3
     text = c.to_text()
     assert "+3 registers" in text
     # no predicates and no cap: neither general note applies, so neither is shown
     assert "Predicates live in their own file" not in text and "Under a register cap" not in text
-    with_preds = compare_with_ptxas(Estimate(registers=69, predicates=2), k, block_size=256).to_text()
+    with_preds = compare_with_ptxas(Estimate(registers=69, predicates=2), k).to_text()
     assert "Predicates live in their own file" in with_preds
     assert "Under a register cap" not in with_preds
     d = json.loads(c.to_json())
@@ -32,7 +32,7 @@ def test_compare_pressure_kernel():
 
 def test_compare_notes_spills_cap_and_occupancy_change():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80", max_registers=32)["pressure"]
-    c = compare_with_ptxas((69, 9), k, block_size=256)
+    c = compare_with_ptxas((69, 9), k)
     notes = " ".join(c.notes())
     assert "cap (32) binds" in notes and "468 bytes stored" in notes
     assert "Under a register cap ptxas trades registers for spills" in notes  # a cap applies
@@ -54,8 +54,8 @@ def test_scheduling_note_appears_only_when_ptxas_far_exceeds_the_estimate():
     from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=255)
-    far = compare_with_ptxas(Estimate(50, 1), stats, block_size=256, target="sm_80")
-    near = compare_with_ptxas(Estimate(250, 1), stats, block_size=256, target="sm_80")
+    far = compare_with_ptxas(Estimate(registers=50, predicates=1), stats, "sm_80")
+    near = compare_with_ptxas(Estimate(registers=250, predicates=1), stats, "sm_80")
     assert any("ptxas uses 5.1x the estimate" in n and "schedules loads early" in n
                for n in far.notes())
     assert not any("schedules loads early" in n for n in near.notes())
@@ -72,7 +72,7 @@ def test_the_fixed_overhead_is_not_called_scheduling(estimate, registers, schedu
     from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=registers)
-    notes = compare_with_ptxas(Estimate(estimate), stats, target="sm_80").notes(general=False)
+    notes = compare_with_ptxas(Estimate(registers=estimate), stats, "sm_80").notes(general=False)
     assert FIXED_OVERHEAD == 3
     assert any("schedules loads early" in n for n in notes) is scheduling
     assert any("is ptxas's fixed overhead" in n for n in notes) is (not scheduling)
@@ -105,8 +105,8 @@ def _compare_built(module, target):
     kernel = module.kernel("k")
     report = analyze_pressure(kernel)
     stats = compile_ptx(emit(module), target, backend="nvjitlink")["k"]
-    return compare_with_ptxas((report.peak.units, report.pred_peak.units), stats, target=target,
-                   kernel=kernel)
+    return compare_with_ptxas((report.peak.units, report.pred_peak.units), stats, target,
+                              kernel=kernel)
 
 
 @pytest.mark.parametrize("target,floored", [("sm_80", True), ("sm_86", True), ("sm_90", False)])
@@ -140,7 +140,7 @@ def test_floor_replaces_the_scheduling_note():
 
 def test_compare_speaks_the_cli_vocabulary_too():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    d = compare_with_ptxas(Estimate(registers=69), k, block_size=256).to_dict()["occupancy"]["ptxas"]
+    d = compare_with_ptxas(Estimate(registers=69), k).to_dict()["occupancy"]["ptxas"]
     assert d["blocks_per_sm"] == d["active_blocks"] == 3
     assert d["limiter"] == d["limiting"][0] == "registers"
     assert d["launchable"] is True and d["reason"] is None
@@ -157,7 +157,7 @@ def test_compare_given_a_whole_compiled_module_says_to_pick_a_kernel():
 
 def test_compare_on_a_target_without_occupancy_table():
     k = compile_ptx((PTX / "pressure.ptx").read_text(), "sm_80")["pressure"]
-    c = compare_with_ptxas(Estimate(registers=69), k, target="sm_110")
+    c = compare_with_ptxas(Estimate(registers=69), k, "sm_110")
     assert c.occupancy_ptxas is None and c.to_dict()["occupancy"] == {"estimate": None,
                                                                       "ptxas": None}
     assert "occupancy n/a" in c.to_text()
@@ -201,10 +201,10 @@ def test_the_target_goes_through_the_registry():
     from ptxforge.toolchain.compile import KernelStats
 
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=40)
-    assert compare_with_ptxas(Estimate(40, 1), stats, target="8.6").target == "sm_86"
-    assert compare_with_ptxas(Estimate(40, 1), stats).target == "sm_80"
+    assert compare_with_ptxas(Estimate(registers=40, predicates=1), stats, "8.6").target == "sm_86"
+    assert compare_with_ptxas(Estimate(registers=40, predicates=1), stats).target == "sm_80"
     with pytest.raises(UnsupportedError, match="unknown target 'sm_99'"):
-        compare_with_ptxas(Estimate(40, 1), stats, target="sm_99")
+        compare_with_ptxas(Estimate(registers=40, predicates=1), stats, "sm_99")
     # a target without an occupancy table: the comparison stands, occupancy is n/a
-    c = compare_with_ptxas(Estimate(40, 1), stats, target="sm_110")
+    c = compare_with_ptxas(Estimate(registers=40, predicates=1), stats, "sm_110")
     assert c.occupancy_ptxas is None and c.difference == 0

@@ -11,6 +11,7 @@ import pytest
 from ptxforge.errors import PtxforgeError
 from ptxforge.reports.analyze import analyze_ptx
 from ptxforge.reports.variants import compare_variants
+from ptxforge.toolchain.compile import CompileRequest
 
 from cli_util import run
 from corpus_util import compile_cu
@@ -137,8 +138,9 @@ def test_stack_row_is_the_call_graph_stack(files, tmp_path):
     calls = tmp_path / "calls.ptx"
     calls.write_text(compile_cu(CALLS_CU, "calls", "sm_80"))
     # relocatable and linked (nvJitLink): the helper keeps its own frame
-    a = analyze_ptx(mono.read_text(), str(mono), kernel="Gu", backend="nvjitlink")
-    b = analyze_ptx(calls.read_text(), str(calls), kernel="Gu", backend="nvjitlink")
+    linked = CompileRequest(backend="nvjitlink")
+    a = analyze_ptx(mono.read_text(), str(mono), kernel="Gu", request=linked)
+    b = analyze_ptx(calls.read_text(), str(calls), kernel="Gu", request=linked)
     sb = b.kernel("Gu").stats
     assert sb.stack_frame > sb.body_stack_frame      # the helper's array is in its frame
     (pair,) = compare_variants(a, b).pairs

@@ -115,13 +115,19 @@ def test_analyze_text_has_the_timeline_and_the_loop_table(capsys):
 
 
 def test_recommended_cap_most_occupancy_without_and_with_spills():
-    rows = (SweepRow(None, 90, 0, 0, 0, 2, 0.5, ("registers",)),
-            SweepRow(128, 90, 0, 0, 0, 2, 0.5, ("registers",)),
-            SweepRow(72, 72, 0, 0, 0, 3, 0.75, ("registers",)),
-            SweepRow(64, 64, 0, 0, 0, 3, 0.75, ("registers",)),
-            SweepRow(48, 48, 40, 40, 40, 4, 1.0, ("warps",)),
-            SweepRow(32, 32, 400, 600, 400, 4, 1.0, ("warps",)))
-    s = Sweep("k", "sm_80", 256, "ptxas", rows)
+    rows = (SweepRow(cap=None, registers=90, spill_stores=0, spill_loads=0, stack_frame=0,
+                     blocks_per_sm=2, occupancy=0.5, limiting=("registers",)),
+            SweepRow(cap=128, registers=90, spill_stores=0, spill_loads=0, stack_frame=0,
+                     blocks_per_sm=2, occupancy=0.5, limiting=("registers",)),
+            SweepRow(cap=72, registers=72, spill_stores=0, spill_loads=0, stack_frame=0,
+                     blocks_per_sm=3, occupancy=0.75, limiting=("registers",)),
+            SweepRow(cap=64, registers=64, spill_stores=0, spill_loads=0, stack_frame=0,
+                     blocks_per_sm=3, occupancy=0.75, limiting=("registers",)),
+            SweepRow(cap=48, registers=48, spill_stores=40, spill_loads=40, stack_frame=40,
+                     blocks_per_sm=4, occupancy=1.0, limiting=("warps",)),
+            SweepRow(cap=32, registers=32, spill_stores=400, spill_loads=600, stack_frame=400,
+                     blocks_per_sm=4, occupancy=1.0, limiting=("warps",)))
+    s = Sweep(kernel="k", target="sm_80", block_size=256, backend="ptxas", rows=rows)
     clean = recommend_cap(s)
     assert (clean.cap, clean.registers, clean.spill) == (72, 72, 0)   # most registers at 75%
     assert recommend_cap(s, 79).cap == 72                             # 80 bytes > 79

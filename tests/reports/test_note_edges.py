@@ -19,7 +19,7 @@ ESTIMATE = 40  # above every register floor, so no floor note competes
 
 def _notes(gap: int) -> tuple:
     stats = KernelStats(name="k", target="sm_80", backend="nvjitlink", registers=ESTIMATE + gap)
-    return compare_with_ptxas(Estimate(ESTIMATE), stats, target="sm_80").notes(general=False)
+    return compare_with_ptxas(Estimate(registers=ESTIMATE), stats, "sm_80").notes(general=False)
 
 
 def _overhead_note(gap: int):

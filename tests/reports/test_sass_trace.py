@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ptxforge.toolchain.compile import CompileOptions
+from ptxforge.toolchain.compile import CompileOptions, CompileRequest
 from ptxforge.toolchain.sass import find_nvdisasm
 
 from corpus_util import corpus_ptx, corpus_sources
@@ -28,7 +28,7 @@ from ptxforge.reports.sass_trace import ptx_line_map
 
 def _report(name: str, arch: str = "sm_80", relocatable: bool = False, kernel=None):
     return sass_report(corpus_ptx(name, arch, True), arch, kernel=kernel, file=f"{name}.ptx",
-                       options=CompileOptions(relocatable=relocatable))
+                       request=CompileRequest(options=CompileOptions(relocatable=relocatable)))
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +166,8 @@ def test_dsl_kernel_values_carry_python_lines():
 def test_compare_notes_come_from_the_gap():
     from ptxforge.reports.estimate import compare_with_ptxas
     k = _report("sobel_fnptr").kernel("sobel_fnptr")
-    guessed = compare_with_ptxas(k.estimate, k.stats, target="sm_80")
-    measured = compare_with_ptxas(k.estimate, k.stats, target="sm_80", gap=k.gap)
+    guessed = compare_with_ptxas(k.estimate, k.stats, "sm_80")
+    measured = compare_with_ptxas(k.estimate, k.stats, "sm_80", gap=k.gap)
     notes = measured.notes()
     assert [n for n in notes if n.startswith("From the SASS: ")] == [
         f"From the SASS: {n}" for n in k.gap.notes()]

@@ -24,14 +24,14 @@ _DIR = Path(tempfile.mkdtemp(prefix="ptxforge-report-"))
 def page_text(name: str) -> str:
     """The HTML of report ``name`` (see the module docstring)."""
     from ptxforge.cli.report import load_python_module
-    from ptxforge.reports.html import html_report
+    from ptxforge.reports.html import PageOptions, html_report
 
-    dirs = (str(CORPUS_DIR),)
+    dirs = PageOptions(source_dirs=(str(CORPUS_DIR),))
     if name == "gemm":
-        return html_report(corpus_ptx("gemm", "sm_80", True), "gemm.ptx", source_dirs=dirs)
+        return html_report(corpus_ptx("gemm", "sm_80", True), "gemm.ptx", page=dirs)
     if name == "templates":
         return html_report(corpus_ptx("templates", "sm_80", True), "templates.ptx",
-                           source_dirs=dirs)
+                           page=dirs)
     if name == "dsl":
         module = load_python_module(str(DATA / "report_dsl.py"))
         return html_report(module, "report_dsl.py")
@@ -42,7 +42,7 @@ def page_text(name: str) -> str:
 
         opts = attrs.evolve(CompileOptions(), line_info=True)
         compiled = compile_ptx(corpus_ptx("gemm", "sm_80", True), "sm_80", options=opts)
-        return html_report(compiled.cubin, "gemm.cubin", source_dirs=dirs)
+        return html_report(compiled.cubin, "gemm.cubin", page=dirs)
     raise KeyError(name)
 
 

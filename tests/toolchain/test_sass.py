@@ -24,7 +24,7 @@ from ptxforge.dsl import kernels
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
 from ptxforge.ptx.emit import emit
 from ptxforge.reports.sass import RESERVED, sass_report
-from ptxforge.toolchain.compile import compile_ptx
+from ptxforge.toolchain.compile import CompileRequest, compile_ptx
 from ptxforge.toolchain.sass import (
     NVDISASM_ENV,
     find_nvdisasm,
@@ -322,7 +322,7 @@ def test_corpus_relocatable(name, arch):
     REGCOUNT 37 = sobel_mag's).  (ptxas -c
     alone leaves the kernel's cubin REGCOUNT at its own span + 2; the linker raises it.)"""
     r = sass_report(corpus_ptx(name, arch, True), arch, file=f"{name}.ptx",
-                    backend="nvjitlink")
+                    request=CompileRequest(backend="nvjitlink"))
     for k in r.kernels:
         _check_kernel(k, r)
         assert k.subroutine_span == 0
@@ -358,7 +358,8 @@ def test_a_cap_bounds_span_and_peak(cap):
     from ptxforge.toolchain.compile import CompileOptions
 
     r = sass_report(corpus_ptx("pressure", "sm_80", True), "sm_80",
-                    options=CompileOptions(max_registers=cap), kernel="live_window")
+                    request=CompileRequest(options=CompileOptions(max_registers=cap)),
+                    kernel="live_window")
     (k,) = r.kernels
     assert k.regcount <= cap and k.span + RESERVED == k.regcount
     assert k.sass_peak <= cap - RESERVED
@@ -374,7 +375,8 @@ def test_call_clobbers_on_a_real_call():
     assert [i.text for i in whole.function.instructions if i.is_call] == [
         "CALL.REL.NOINC `($caller$twice) ;"]
     assert (whole.span, whole.regcount) == (8, 10)
-    r = sass_report(_text("call.ptx"), "sm_80", options=CompileOptions(relocatable=True))
+    r = sass_report(_text("call.ptx"), "sm_80",
+                    request=CompileRequest(options=CompileOptions(relocatable=True)))
     (k,) = r.kernels
     call = next(i for i in k.function.instructions if i.is_call)
     clobbered = sum(1 for _, m in dict(call.marks)["GPR"] if m == "^")
@@ -527,10 +529,10 @@ def test_warp_sync_floor_is_the_call_graph(op):
     kernel's own span + 2."""
     from ptxforge.toolchain.compile import CompileOptions
 
-    rel = CompileOptions(relocatable=True)
-    plain = sass_report(one_op("mov.u32 %r2, %r1;", "sm_80"), "sm_80", options=rel).kernels[0]
-    (k80,) = sass_report(one_op(op, "sm_80"), "sm_80", options=rel).kernels
-    (k90,) = sass_report(one_op(op, "sm_90"), "sm_90", options=rel).kernels
+    rel = CompileRequest(options=CompileOptions(relocatable=True))
+    plain = sass_report(one_op("mov.u32 %r2, %r1;", "sm_80"), "sm_80", request=rel).kernels[0]
+    (k80,) = sass_report(one_op(op, "sm_80"), "sm_80", request=rel).kernels
+    (k90,) = sass_report(one_op(op, "sm_90"), "sm_90", request=rel).kernels
     (whole,) = sass_report(one_op(op, "sm_80"), "sm_80").kernels
     assert whole.callees == () and whole.regcount == whole.span + RESERVED < 24
     assert plain.callees == () and plain.regcount == plain.span + RESERVED

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+from ptxforge.arch.spec import LaunchSpec
+from ptxforge.toolchain.compile import CompileRequest
 from ptxforge.toolchain.sweep import default_caps, sweep
 
 PTX = (Path(__file__).parents[1] / "data" / "ptx" / "pressure.ptx").read_text()
@@ -14,7 +16,7 @@ def test_default_caps_are_the_cliffs_down_to_24():
 
 
 def test_sweep_table():
-    s = sweep(PTX, target="sm_80", block_size=256, caps=(64, 48), extra_caps=(32,))
+    s = sweep(PTX, spec=LaunchSpec(target="sm_80", block=256), caps=(64, 48), extra_caps=(32,))
     caps = [r.cap for r in s.rows]
     assert caps == [None, 64, 48, 32]
     base, c64, c48, c32 = s.rows
@@ -68,7 +70,7 @@ def test_unknown_occupancy_target_sweeps_with_generic_caps():
     from ptxforge.toolchain.sweep import GENERIC_CAPS
 
     assert default_caps("sm_110", 256) == GENERIC_CAPS
-    s = sweep(PTX, target="sm_110", block_size=256, caps=(64,))
+    s = sweep(PTX, spec=LaunchSpec(target="sm_110", block=256), caps=(64,))
     assert [r.cap for r in s.rows] == [None, 64]
     assert all(r.blocks_per_sm is None and r.occupancy is None for r in s.rows)
     assert "no occupancy table for sm_110" in s.rows[0].reason
@@ -90,7 +92,8 @@ def test_a_crashing_cap_is_a_row_retried_with_the_ptxas_executable():
     alt = PtxasBackend().for_target("sm_80")
     if alt is None:
         pytest.skip("no ptxas executable accepts sm_80 here")
-    s = sweep(PTX, "pressure", "sm_80", caps=(64, 32, 24), backend=CrashAtCap(32))
+    s = sweep(PTX, "pressure", "sm_80", caps=(64, 32, 24),
+              request=CompileRequest(backend=CrashAtCap(32)))
     base, c64, c32, c24 = s.rows
     assert (base.backend, c64.backend, c64.note) == ("nvjitlink", "nvjitlink", None)
     for row in (c32, c24):
@@ -105,7 +108,8 @@ def test_a_crashing_cap_is_a_row_retried_with_the_ptxas_executable():
 
 def test_a_crash_with_nothing_to_retry_with_is_a_crashed_row(monkeypatch, tmp_path):
     monkeypatch.setenv("PTXFORGE_PTXAS", str(tmp_path / "missing-ptxas"))
-    s = sweep(PTX, "pressure", "sm_80", caps=(64, 32), backend=CrashAtCap(32))
+    s = sweep(PTX, "pressure", "sm_80", caps=(64, 32),
+              request=CompileRequest(backend=CrashAtCap(32)))
     base, c64, c32 = s.rows
     assert base.ok and c64.ok and c64.registers == 64
     assert (c32.status, c32.registers, c32.blocks_per_sm) == ("crashed", None, None)
@@ -116,7 +120,7 @@ def test_a_crash_with_nothing_to_retry_with_is_a_crashed_row(monkeypatch, tmp_pa
 
 def test_the_real_nvjitlink_crash_in_a_sweep():
     ptx = nvrtc(OCTREE_WALK, "walk", "sm_80")
-    s = sweep(ptx, "walk", "sm_80", caps=(32, 28, 24), backend="nvjitlink")
+    s = sweep(ptx, "walk", "sm_80", caps=(32, 28, 24), request=CompileRequest(backend="nvjitlink"))
     crashed = [r for r in s.rows if "crashed" in (r.note or r.error or "")]
     if not crashed:
         pytest.skip("this nvJitLink no longer crashes on the octree walk at caps 28/24")
@@ -180,7 +184,7 @@ def test_sweep_rows_carry_the_call_graph():
 
     ptx = nvrtc(CALLS, "calls")
     for opts in (CompileOptions(), CompileOptions(relocatable=True)):
-        s = sweep(ptx, "calls", "sm_80", caps=(32,), options=opts)
+        s = sweep(ptx, "calls", "sm_80", caps=(32,), request=CompileRequest(options=opts))
         k = compile_ptx(ptx, "sm_80", options=opts)["calls"]
         base = s.rows[0]
         assert (base.registers, base.spill_stores, base.spill_loads, base.stack_frame) == \

@@ -28,13 +28,18 @@ Example::
 
 from __future__ import annotations
 
+from typing import Optional, Union
+
+import attrs
+
+from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
 from .data import cubin_view, kernel_view, ptx_line_numbers, sass_by_instruction
 from .page import render_page
 
-__all__ = ["html_report"]
+__all__ = ["PageOptions", "html_report"]
 
 
 def _sass_series(text: str, analysis, kernels) -> tuple:
@@ -62,24 +67,57 @@ def _header(a) -> list:
     return [f"PTX {a.ptx_version} for {a.ptx_target}; analysed for {a.arch}; ptxas: {tool}"]
 
 
-def html_report(source, file: str = "<ptx>", target=None, block=None, *, compile: bool = True,
-                sass: bool = True, sweep: bool = False, caps=None, kernel=None,
-                spill_budget: int = 0, dynamic_shared: int = 0, progress=None,
-                source_dirs=()) -> str:
-    """The report page for ``source`` (PTX text or bytes, an ``ir.Module``, or cubin bytes).
+def _caps(value) -> tuple:
+    out = tuple(value or ())
+    for c in out:
+        if not isinstance(c, int) or isinstance(c, bool) or not 16 <= c <= 255:
+            raise PtxforgeError(f"PageOptions.caps: expected register caps in 16..255, got {c!r}")
+    return out
 
-    ``compile`` runs ptxas (registers, spills, stack); ``sass`` also reads the SASS live
-    counts with nvdisasm (a missing nvdisasm only drops the overlay, with a note); ``sweep``
-    compiles each kernel at the register caps of :func:`ptxforge.reports.occupancy_sweep.
-    sweep_report` (plus ``caps``) and recommends a cap (``spill_budget``: spill bytes the
-    second recommendation may spend); ``kernel`` selects kernels as ``--kernel`` does;
-    ``progress(i, n, name)`` is called before each kernel's slow work; ``source_dirs``:
+
+def _spill_budget(_, attribute, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise PtxforgeError(f"PageOptions.spill_budget: expected an int >= 0 (bytes), got "
+                            f"{value!r}")
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class PageOptions:
+    """What the page shows beyond the analysis, validated at construction.
+
+    ``sass`` reads the SASS live counts with nvdisasm (a missing nvdisasm only drops the
+    overlay, with a note); ``sweep`` compiles each kernel at the register caps of
+    :func:`ptxforge.reports.occupancy_sweep.sweep_report` (plus ``caps``) and recommends a cap
+    (``spill_budget``: spill bytes the second recommendation may spend); ``source_dirs``:
     folders searched for a source file its ``.loc`` path does not reach (the CLI passes the
     input file's folder).
+
+    Example::
+
+        >>> PageOptions(sweep=True, caps=[96]).caps
+        (96,)
     """
+
+    sass: bool = attrs.field(default=True, converter=bool)
+    sweep: bool = attrs.field(default=False, converter=bool)
+    caps: tuple = attrs.field(default=(), converter=_caps)
+    spill_budget: int = attrs.field(default=0, validator=_spill_budget)
+    source_dirs: tuple = attrs.field(default=(), converter=tuple)
+
+
+def html_report(source, file: str = "<ptx>", spec: Union[LaunchSpec, str, int, None] = None, *,
+                compile: bool = True, request=None, kernel=None,
+                page: Optional[PageOptions] = None, progress=None) -> str:
+    """The report page for ``source`` (PTX text or bytes, an ``ir.Module``, or cubin bytes).
+
+    ``spec`` (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name), ``compile``,
+    ``request`` and ``kernel`` are :func:`~ptxforge.reports.analyze.analyze_module`'s;
+    ``page`` (:class:`PageOptions`) adds the SASS overlay (default) and the register-cap
+    sweep; ``progress(i, n, name)`` is called before each kernel's slow work.
+    """
+    spec, page = launch_spec(spec), page or PageOptions()
     if isinstance(source, (bytes, bytearray)) and bytes(source[:4]) == b"\x7fELF":
-        return _cubin_page(bytes(source), file, target, block, kernel, dynamic_shared,
-                           source_dirs)
+        return _cubin_page(bytes(source), file, spec, kernel, page.source_dirs)
     from ptxforge.ptx.emit import emit
     from ptxforge.ptx.parse import parse
     from ptxforge.reports.analyze import analyze_module
@@ -91,42 +129,41 @@ def html_report(source, file: str = "<ptx>", target=None, block=None, *, compile
         text = source.decode("utf-8", "replace") if isinstance(source, (bytes, bytearray)) \
             else source
         module = parse(text, file)
-    a = analyze_module(module, target, block, compile, kernel=kernel, ptx=text, file=file,
-                       dynamic_shared=dynamic_shared)
+    a = analyze_module(module, spec, compile, kernel=kernel, ptx=text, file=file,
+                       request=request)
     notes = list(a.notes)
     overlay: dict = {}
-    if compile and sass:
+    if compile and page.sass:
         if progress is not None:
             progress(0, len(a.kernels), "SASS")
         overlay, note = _sass_series(text, a, a.kernels)
         if note:
             notes.append(note)
     sweeps: dict = {}
-    if sweep:
+    if page.sweep:
         from ptxforge.toolchain.sweep import sweep as run_sweep
 
         entries = [k for k in a.kernels if k.is_entry]
         for n, k in enumerate(entries):
             if progress is not None:
                 progress(n, len(entries), k.name)
-            extra = tuple(caps or ())
-            sweeps[k.name] = run_sweep(text, k.name, a.arch, block_size=k.block_size,
-                                       extra_caps=extra, dynamic_shared=dynamic_shared)
+            at = attrs.evolve(spec, target=a.arch, block=k.block_size)
+            sweeps[k.name] = run_sweep(text, k.name, at, extra_caps=page.caps)
     views = []
     for i, k in enumerate(a.kernels):
         series, peak = overlay.get(k.name, ((), None))
         sw = sweeps.get(k.name)
-        rec = recommendation_lines(sw, spill_budget) if sw is not None else ()
+        rec = recommendation_lines(sw, page.spill_budget) if sw is not None else ()
         views.append(kernel_view(k, i, sass=series, sass_peak=peak, sweep=sw, recommended=rec,
-                                 source_dirs=source_dirs))
+                                 source_dirs=page.source_dirs))
     return render_page(file, _header(a), views, notes)
 
 
-def _cubin_page(data: bytes, file, target, block, kernel, dynamic_shared, dirs) -> str:
+def _cubin_page(data: bytes, file: str, spec: LaunchSpec, kernel, dirs) -> str:
     from ptxforge.reports.cubin import analyze_cubin
     from ptxforge.toolchain.sass import sass_liveness
 
-    rep = analyze_cubin(data, file, target, block, kernel=kernel, dynamic_shared=dynamic_shared)
+    rep = analyze_cubin(data, file, spec, kernel=kernel)
     notes = []
     try:
         sass = sass_liveness(data)

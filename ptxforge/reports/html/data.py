@@ -47,7 +47,7 @@ __all__ = ["KernelView", "LoopSpan", "SourceLine", "SweepPoint", "cubin_view", "
 MAX_SOURCE_LINES = 600
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LoopSpan:
     """A run of instructions inside a loop: ``[start, end)``, its loop's name and depth."""
 
@@ -57,7 +57,7 @@ class LoopSpan:
     depth: int
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SourceLine:
     """One line of the source view: ``live`` is the most registers live at any instruction
     of the line (None: no code), ``values`` the registers live at the peak it defined."""
@@ -70,7 +70,7 @@ class SourceLine:
     values: tuple = ()
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SweepPoint:
     """One compile of the sweep: cap (None: uncapped), registers, spill bytes, occupancy."""
 
@@ -82,7 +82,7 @@ class SweepPoint:
     blocks: int | None
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelView:
     """Everything the page shows for one kernel (see the module docstring)."""
 
@@ -183,7 +183,7 @@ def _loop_spans(report) -> tuple:
                 merged[-1][1] = max(merged[-1][1], e)
             else:
                 merged.append([s, e])
-        spans += [LoopSpan(s, e, loop.name, loop.depth) for s, e in merged]
+        spans += [LoopSpan(start=s, end=e, name=loop.name, depth=loop.depth) for s, e in merged]
     return tuple(spans)
 
 
@@ -232,8 +232,8 @@ def _source_view(k, dirs: Sequence = ()) -> tuple:
         for ln in shown:
             live, count = per_line.get((file, ln), (None, 0))
             src = text[ln - 1] if text is not None and 0 < ln <= len(text) else ""
-            out.append(SourceLine(file, ln, src.rstrip(), live, count,
-                                  values.get((file, ln), ())))
+            out.append(SourceLine(file=file, line=ln, text=src.rstrip(), live=live,
+                                  instructions=count, values=values.get((file, ln), ())))
     note = None
     if missing:
         note = ("source not on this machine (line numbers only): "
@@ -255,7 +255,8 @@ def _sass_source(fn, dirs: Sequence = ()) -> tuple:
         for (f, ln), (live, count) in sorted(per_line.items()):
             if f == file:
                 src = text[ln - 1] if text is not None and 0 < ln <= len(text) else ""
-                out.append(SourceLine(file, ln, src.rstrip(), live, count))
+                out.append(SourceLine(file=file, line=ln, text=src.rstrip(), live=live,
+                                      instructions=count))
     return tuple(out)
 
 
@@ -292,8 +293,9 @@ def cubin_view(ck, fn, index: int = 0, source_dirs: Sequence = (), arch: str = "
 def _sweep_points(sweep) -> tuple:
     if sweep is None:
         return ()
-    return tuple(SweepPoint(r.cap, r.registers, r.spill_stores, r.spill_loads, r.occupancy,
-                            r.blocks_per_sm) for r in sweep.rows)
+    return tuple(SweepPoint(cap=r.cap, registers=r.registers, spill_stores=r.spill_stores,
+                            spill_loads=r.spill_loads, occupancy=r.occupancy,
+                            blocks=r.blocks_per_sm) for r in sweep.rows)
 
 
 def _prediction(k) -> str | None:
