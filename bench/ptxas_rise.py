@@ -43,7 +43,9 @@ def base_recipes(target: str) -> dict:
 
 def rise(steps: tuple, k: int, target: str) -> tuple:
     """(estimate rise, ptxas rise, ptxas base count) for keeping k more values live."""
-    recipe = ModuleRecipe(target, (), (KernelRecipe(steps, 0, 0), KernelRecipe(steps, 0, k)))
+    pair = (KernelRecipe(steps=steps, directives=0, live_across=0),
+            KernelRecipe(steps=steps, directives=0, live_across=k))
+    recipe = ModuleRecipe(target=target, funcs=(), kernels=pair)
     module = build_module(recipe)
     est = [max(analyze_liveness(kern).series("at")) for kern in module.kernels]
     compiled = compile_ptx(module, target)

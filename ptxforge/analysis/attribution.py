@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ValueSource:
     """Where one register got its (first) value: instruction index, opcode and source line."""
 
@@ -66,7 +66,7 @@ class ValueSource:
                 "instruction": self.index, "opcode": self.opcode, **_loc_dict(self.loc)}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LineShare:
     """Registers attributed to one source location.
 
@@ -94,7 +94,7 @@ class LineShare:
                 "contexts": self.contexts}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Attribution:
     """Per-register sources and their aggregation by source location (largest share first).
 
@@ -215,13 +215,13 @@ def attribute_registers(kernel: ir.Kernel, registers: Iterable[ir.Register], *,
     for reg in sorted(set(registers), key=lambda r: r.name):
         found = defs.get(reg)
         if found is None or found[1].loc is None:
-            src = ValueSource(reg, found[0] if found else None,
-                              found[1].opcode if found else None, None)
+            src = ValueSource(register=reg, index=found[0] if found else None,
+                              opcode=found[1].opcode if found else None, loc=None)
             values.append(src)
             missing.append(src)
             continue
         index, inst = found
-        src = ValueSource(reg, index, inst.opcode, inst.loc)
+        src = ValueSource(register=reg, index=index, opcode=inst.opcode, loc=inst.loc)
         values.append(src)
         loc = inst.loc if by == "line" else callsite(inst.loc)
         key = (loc.file, loc.line) if loc.known else _GENERATED
@@ -237,7 +237,9 @@ def attribute_registers(kernel: ir.Kernel, registers: Iterable[ir.Register], *,
     for loc, regs, contexts in groups.values():
         units = sum(r.units for r in regs if not r.type.is_pred)
         preds = sum(1 for r in regs if r.type.is_pred)
-        lines.append(LineShare(loc, len(regs), units, preds, tuple(r.name for r in regs),
-                               len(contexts) if loc.known else 1))
+        lines.append(LineShare(loc=loc, values=len(regs), units=units, predicates=preds,
+                               registers=tuple(r.name for r in regs),
+                               contexts=len(contexts) if loc.known else 1))
     lines.sort(key=lambda s: (-s.units, -s.values, s.loc.file, s.loc.line))
-    return Attribution(tuple(values), tuple(lines), tuple(missing), by, kernel.name)
+    return Attribution(values=tuple(values), lines=tuple(lines), unattributed=tuple(missing), by=by,
+                       kernel=kernel.name)

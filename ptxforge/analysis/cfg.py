@@ -58,7 +58,7 @@ _TERMINATOR_HEADS = frozenset(t[:3] for t in TERMINATORS)
 _BRANCHTARGETS = re.compile(r"^\s*(?:([\w$.]+)\s*:\s*)?\.branchtargets\s+(.*?);?\s*$", re.S)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class BasicBlock:
     """Instructions ``[start, end)`` of a kernel, the labels naming the block, and its edges."""
 
@@ -78,7 +78,7 @@ class BasicBlock:
         return self.end - self.start
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Loop:
     """A natural loop: header block, member blocks (sorted), back edges, nesting."""
 
@@ -89,7 +89,7 @@ class Loop:
     depth: int = 1
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ControlFlowGraph:
     """Basic blocks, loops and the instruction → block map of one kernel."""
 
@@ -226,7 +226,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
         for t in ss:
             preds[t].append(bi)
     blocks = tuple(
-        BasicBlock(bi, s, e, tuple(labels_of.get(bi, ())), tuple(succs[bi]), tuple(sorted(preds[bi])))
+        BasicBlock(index=bi, start=s, end=e, labels=tuple(labels_of.get(bi, ())),
+                   successors=tuple(succs[bi]), predecessors=tuple(sorted(preds[bi])))
         for bi, (s, e) in enumerate(ranges)
     )
     rpo = _reachable_rpo(blocks)
@@ -382,5 +383,6 @@ def _natural_loops(blocks: tuple[BasicBlock, ...], rpo: list[int]) -> tuple[Loop
         while up is not None:
             depth += 1
             up = parents[up]
-        loops.append(Loop(header, blks, edges, parents[i], depth))
+        loops.append(Loop(header=header, blocks=blks, back_edges=edges, parent=parents[i],
+                          depth=depth))
     return tuple(loops)

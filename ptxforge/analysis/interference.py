@@ -67,7 +67,7 @@ _NC = len(REG_CLASSES)
 _POS = {name: k for k, name in enumerate(CLASS_NAMES)}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ClassScope:
     """What was built for one register class: ``scope`` is full, window or skipped."""
 
@@ -96,7 +96,7 @@ class ClassScope:
         }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class InterferenceGraph:
     """A networkx interference graph plus a description of what it covers."""
 
@@ -149,7 +149,7 @@ class InterferenceGraph:
         }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Coloring:
     """A colouring: register name → colour, colours numbered from 0 within each class."""
 
@@ -161,7 +161,7 @@ class Coloring:
         return dict(self.per_class).get(cls, 0)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Clique:
     """A largest clique of one class: weight is the sum of the members' units."""
 
@@ -318,8 +318,11 @@ def build_interference(lv: Liveness, *, classes: Optional[Iterable[str]] = None,
             scope, win = "window", plan[c]
         else:
             scope, win = "skipped", None
-        scopes.append(ClassScope(c, scope, win, len(nodes), edges, bounds[c], peak, where))
-    return InterferenceGraph(graph, tuple(scopes), max_edges, peak_cliques)
+        scopes.append(ClassScope(reg_class=c, scope=scope, window=win, nodes=len(nodes),
+                                 edges=edges, estimated_edges=bounds[c], peak=peak,
+                                 peak_index=where))
+    return InterferenceGraph(graph=graph, scopes=tuple(scopes), max_edges=max_edges,
+                             peak_cliques=peak_cliques)
 
 
 def _graph_of(g: Union[InterferenceGraph, nx.Graph]) -> nx.Graph:
@@ -351,7 +354,7 @@ def greedy_coloring(g: Union[InterferenceGraph, nx.Graph], classes: Optional[Ite
         coloring = _deterministic_greedy_color(graph.subgraph(groups[c]))
         colors.update(coloring)
         per_class.append((c, len(set(coloring.values()))))
-    return Coloring(colors, tuple(per_class))
+    return Coloring(colors=colors, per_class=tuple(per_class))
 
 
 def _deterministic_greedy_color(sub: nx.Graph) -> dict:
@@ -401,13 +404,16 @@ def max_clique(ig: InterferenceGraph, cls: str, *, exact_limit: int = 200) -> Cl
     sub = ig.subgraph(cls)
     units = REG_CLASSES[_POS[cls]].units
     if sub.number_of_nodes() == 0:
-        return Clique(cls, (), 0, True, "empty")
+        return Clique(reg_class=cls, nodes=(), weight=0, exact=True, method="empty")
     if nx.is_chordal(sub):
         best = min((tuple(sorted(q)) for q in nx.chordal_graph_cliques(sub)),
                    key=lambda t: (-len(t), t))
-        return Clique(cls, best, len(best) * units, True, "chordal")
+        return Clique(reg_class=cls, nodes=best, weight=len(best) * units, exact=True,
+                      method="chordal")
     if sub.number_of_nodes() <= exact_limit:
         nodes, weight = nx.max_weight_clique(nx.Graph(sub), weight="units")
-        return Clique(cls, tuple(sorted(nodes)), weight, True, "branch-and-bound")
+        return Clique(reg_class=cls, nodes=tuple(sorted(nodes)), weight=weight, exact=True,
+                      method="branch-and-bound")
     best = ig.peak_cliques.get(cls, ())
-    return Clique(cls, best, len(best) * units, False, "live-set lower bound")
+    return Clique(reg_class=cls, nodes=best, weight=len(best) * units, exact=False,
+                  method="live-set lower bound")

@@ -70,7 +70,7 @@ def _sorted_counts(counter: Counter) -> dict:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SelpBreakdown:
     """``selp`` instructions by the kind of their two selectable operands.
 
@@ -93,7 +93,7 @@ class SelpBreakdown:
                 "by_type": {t: dict(v) for t, v in self.by_type.items()}}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class InstructionMix:
     """The instruction mix of one kernel (see the module docstring for each table)."""
 

@@ -93,7 +93,7 @@ def _loc_str(loc: Optional[ir.SourceLoc]) -> Optional[str]:
     return None if loc is None else str(loc)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LiveValue:
     """One register live at a peak, with where it was made and how long it lives."""
 
@@ -119,7 +119,7 @@ _VALUE_KEYS = ("name", "type", "reg_class", "bits", "units", "def_index", "def_t
                "last_use", "live_length", "loc", "function", "inlined_at")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SourceGroup:
     """Values live at a peak that were defined on one source line."""
 
@@ -136,7 +136,7 @@ class SourceGroup:
                 "count": self.count, "units": self.units, "names": list(self.names)}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Peak:
     """A peak: its value, every instruction reaching it, the values live at the first one."""
 
@@ -155,7 +155,7 @@ class Peak:
                 "by_source": [g.to_dict() for g in self.by_source]}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class BlockPressure:
     """Pressure of one basic block (general units; ``pred_peak`` in predicates)."""
 
@@ -174,7 +174,7 @@ class BlockPressure:
                                                "peak", "peak_index", "pred_peak")}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class LoopPressure:
     """A natural loop: what is live into it, what it carries, and its own peak."""
 
@@ -198,7 +198,7 @@ class LoopPressure:
         return d
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Timeline:
     """Live counts per instruction: general units and predicates, before/after/at."""
 
@@ -237,7 +237,7 @@ def sparkline(values, width: int = 72) -> str:
     return "".join(out)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class PressureReport:
     """Register pressure of one kernel; see the module docstring for the JSON keys.
 
@@ -326,8 +326,9 @@ def _source_groups(values: tuple[LiveValue, ...]) -> tuple[SourceGroup, ...]:
         if loc != "<unknown>" and ":" in loc:
             file, _, ln = loc.rpartition(":")
             line = int(ln) if ln.isdigit() else None
-        out.append(SourceGroup(loc, file, line, function, len(vs), sum(v.units for v in vs),
-                               tuple(sorted(v.name for v in vs))))
+        out.append(SourceGroup(loc=loc, file=file, line=line, function=function, count=len(vs),
+                               units=sum(v.units for v in vs),
+                               names=tuple(sorted(v.name for v in vs))))
     out.sort(key=lambda g: (-g.units, -g.count, g.file or "\uffff", g.line or 0, g.function or ""))
     return tuple(out)
 
@@ -415,7 +416,8 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
     n = lv.n_instructions
     bld = _Builder(lv)
     gen_before, gen_after, gen_at, p_before, p_after, p_at = lv._timelines()
-    timeline = Timeline(gen_before, gen_after, gen_at, p_before, p_after, p_at)
+    timeline = Timeline(before=gen_before, after=gen_after, at=gen_at, pred_before=p_before,
+                        pred_after=p_after, pred_at=p_at)
 
     peak_units, peak_idx = _first_max(gen_at, 0, n)
     peak_all = _indices_of(gen_at, peak_units)
@@ -460,7 +462,8 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
             by_class[v.reg_class] = by_class.get(v.reg_class, 0) + 1
         ordered = tuple((c, by_class[c]) for c in CLASS_NAMES if c in by_class)
         text = bld.text(idx) if idx is not None else None
-        return Peak(units, idx, all_idx, text, ordered, vals, _source_groups(vals))
+        return Peak(units=units, index=idx, indices=all_idx, instruction=text, by_class=ordered,
+                    values=vals, by_source=_source_groups(vals))
 
     peak = make_peak(peak_units, peak_idx, peak_all, peak_regs)
     pred_peak = make_peak(ppeak, ppeak_idx, ppeak_all, ppeak_regs)
@@ -474,8 +477,11 @@ def _analyze(kernel: ir.Kernel, lv: Liveness, loop_values: int, graph: bool,
         carried = sum(lv.class_of(r).units for r in entering
                       if r in defined and lv.reg_class[r] != pred_pos)
         vals = bld.values(general[where], lengths) if where is not None else ()
-        loops.append(LoopPressure(lp.header, header.name, lp.blocks, lp.depth, lp.parent, live_in, carried,
-                                  best, where, len(vals), vals[:loop_values]))
+        loops.append(LoopPressure(header=lp.header, name=header.name, blocks=lp.blocks,
+                                  depth=lp.depth, parent=lp.parent, live_in=live_in,
+                                  carried=carried,
+                                  peak=best, peak_index=where, values_total=len(vals),
+                                  values=vals[:loop_values]))
 
     by_type, by_class, declared = _register_counts(kernel, lv)
     graph_info = None
@@ -514,7 +520,8 @@ def _block_pressures(cfg, timeline: Timeline, whole: tuple) -> list:
             bp, bi = _first_max(gen_at, b.start, b.end)
             bpp = max(p_at[b.start:b.end])
         blocks.append(BlockPressure(
-            b.index, b.name, b.start, b.end, gen_before[b.start], gen_after[b.end - 1], bp, bi, bpp))
+            index=b.index, name=b.name, start=b.start, end=b.end, live_in=gen_before[b.start],
+            live_out=gen_after[b.end - 1], peak=bp, peak_index=bi, pred_peak=bpp))
     return blocks
 
 

@@ -84,7 +84,7 @@ def _round_up(x: int, y: int) -> int:
     return _ceil_div(x, y) * y
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Occupancy:
     """Result of :func:`occupancy`.  ``limits`` maps each resource to its block limit."""
 
@@ -281,12 +281,15 @@ def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "
         reason = _why_not(p, registers, block_size, shared, dynamic_shared, barriers, limits,
                           smem_alloc)
     warps = active * _ceil_div(block_size, p.warp_size)
-    return Occupancy(f"sm_{p.major}{p.minor}", registers, block_size, shared + dynamic_shared,
-                     active, warps, p.max_warps_per_sm, warps / p.max_warps_per_sm, limiting,
-                     limits, regs_block, smem_alloc, reason)
+    return Occupancy(arch=f"sm_{p.major}{p.minor}", registers=registers, block_size=block_size,
+                     shared_per_block=shared + dynamic_shared,
+                     active_blocks=active, active_warps=warps, max_warps=p.max_warps_per_sm,
+                     occupancy=warps / p.max_warps_per_sm, limiting=limiting,
+                     limits=limits, allocated_registers_per_block=regs_block,
+                     allocated_shared_per_block=smem_alloc, reason=reason)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class RegisterCliffs:
     """Where the register count changes the resident blocks per SM at a fixed block size.
 
@@ -366,8 +369,9 @@ def register_cliffs(registers: int, block_size: int, target: Union[str, ArchProp
         while last < top and blocks[last + 1] == mine:
             last += 1
         headroom = None if last == top else last - registers
-    return RegisterCliffs(registers, block_size, f"sm_{p.major}{p.minor}", mine, to_gain,
-                          next_blocks, headroom, tuple(steps))
+    return RegisterCliffs(registers=registers, block_size=block_size, arch=f"sm_{p.major}{p.minor}",
+                          blocks=mine, to_gain=to_gain,
+                          next_blocks=next_blocks, headroom=headroom, steps=tuple(steps))
 
 
 def occupancy_table(registers_list, block_size: int, target="sm_80", **kwargs) -> list:

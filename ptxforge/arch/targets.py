@@ -31,7 +31,7 @@ __all__ = ["ArchProps", "Target", "TARGETS", "target", "target_names"]
 KB = 1024
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ArchProps:
     """The per-compute-capability properties the calculator needs (cudaDeviceProp subset)."""
 
@@ -84,8 +84,11 @@ class ArchProps:
 
 def _props(major, minor, threads_sm, smem_sm_kb, max_blocks, carveouts, reserved):
     optin = (smem_sm_kb - (1 if reserved else 0)) * KB if major >= 7 else 48 * KB
-    return ArchProps(major, minor, 1024, threads_sm, 65536, 65536, 48 * KB, smem_sm_kb * KB,
-                     optin, KB if reserved else 0, max_blocks, tuple(carveouts))
+    return ArchProps(major=major, minor=minor, max_threads_per_block=1024,
+                     max_threads_per_sm=threads_sm, regs_per_block=65536, regs_per_sm=65536,
+                     shared_per_block=48 * KB, shared_per_sm=smem_sm_kb * KB,
+                     shared_per_block_optin=optin, reserved_shared_per_block=KB if reserved else 0,
+                     max_blocks_per_sm=max_blocks, carveouts_kb=tuple(carveouts))
 
 
 _VOLTA = (0, 8, 16, 32, 64, 96)
@@ -120,7 +123,7 @@ _PROPS = {
 }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Target:
     """A compilation target such as ``sm_90a``: SM number, suffix, PTX minimum, toolkits, limits.
 
@@ -212,8 +215,9 @@ for _name, _ptx, _kits in _ROWS:
     assert _m is not None, _name  # the table's names are all sm_NN[a|f]
     _sm = int(_m.group(1))
     _major, _minor = _ptx.split(".")
-    TARGETS[_name] = Target(_name, _sm, _m.group(2), (int(_major), int(_minor)), _kits,
-                            _PROPS.get(f"{_sm // 10}.{_sm % 10}"))
+    TARGETS[_name] = Target(name=_name, sm=_sm, suffix=_m.group(2),
+                            min_ptx=(int(_major), int(_minor)), toolkits=_kits,
+                            props=_PROPS.get(f"{_sm // 10}.{_sm % 10}"))
 
 
 def target_names() -> str:

@@ -60,7 +60,7 @@ def _where(loc: Optional[ir.SourceLoc]) -> str:
     return f" at {loc}" if loc is not None else ""
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class TypeOnly:
     """A given type with no operand behind it (``type=``, a destination type), for messages."""
 
@@ -84,7 +84,7 @@ def type_error(op: str, expected: str, given, loc) -> PtxTypeError:
 
 def ty_reg(ty: T.PtxType, what: str = "type") -> TypeOnly:
     """Describe a bare type (no operand to name) in an error message."""
-    return TypeOnly(ty, what)
+    return TypeOnly(type=ty, what=what)
 
 
 def _expect_list(types: Iterable[T.PtxType]) -> str:

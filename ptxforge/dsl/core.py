@@ -61,7 +61,7 @@ _register_internal(__file__)
 LABEL_PREFIX = "$L__"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ParamRef:
     """A declared kernel/function parameter; pass it to ``load_param`` (or ``ld``).
 
@@ -78,7 +78,7 @@ class ParamRef:
         return self.elem is not None
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Array:
     """A shared/local/const array; ``arr.at(i)`` is the address of element ``i`` (a constant)."""
 

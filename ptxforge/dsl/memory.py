@@ -48,7 +48,7 @@ class MemoryOps(ArithOps):
         self._declare(name, "parameter", loc)
         self._params.append(ir.Param(name, isa.param_type(ty, entry=self.is_entry)))
         self._param_types[name] = ty
-        return ParamRef(name, ty)
+        return ParamRef(name=name, type=ty)
 
     def param_ptr(self, name: str, elem, space: str = "global") -> ParamRef:
         """Declare a pointer parameter to ``elem`` values in ``space`` ("global" or "generic").
@@ -64,7 +64,7 @@ class MemoryOps(ArithOps):
         state = "global" if space == "global" else None
         self._params.append(ir.Param(name, T.u64, pointer=True, state_space=state,
                                      ptr_align=element_size(elem) if state else None))
-        return ParamRef(name, T.u64, elem, space)
+        return ParamRef(name=name, type=T.u64, elem=elem, space=space)
 
     def _param_ref(self, p) -> ParamRef:
         """Resolve a parameter given by name or ParamRef."""
@@ -72,7 +72,7 @@ class MemoryOps(ArithOps):
             return p
         for decl in self._params:
             if decl.name == p:
-                return ParamRef(decl.name, self._param_types.get(decl.name, decl.type))
+                return ParamRef(name=decl.name, type=self._param_types.get(decl.name, decl.type))
         raise BuildError(f"no parameter named {p!r} in {self.name}{_where(caller_loc())}")
 
     def load_param(self, p) -> ir.Register:
@@ -121,7 +121,7 @@ class MemoryOps(ArithOps):
             raise BuildError(f"{space} array {name!r}: align must be a power of two >= "
                              f"{element_size(ty)}, got {align}{_where(loc)}")
         self._declare(name, f"{space} array", loc)
-        self._arrays[name] = Array(name, ty, count, space, align)
+        self._arrays[name] = Array(name=name, type=ty, count=count, space=space, align=align)
         decl = ir.VarDecl(space, isa.storage_type(ty), name, align, (count,), init)
         (self._globals if space == "const" else self._decls).append(decl)
         return self._arrays[name]

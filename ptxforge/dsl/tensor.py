@@ -38,7 +38,7 @@ __all__ = ["Fragment", "MMA_FORMS", "TensorOps", "wgmma_accumulators"]
 _register_internal(__file__)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Fragment:
     """One thread's registers of an mma operand (``role`` a, b, c or ldmatrix), in PTX order."""
 
@@ -134,7 +134,7 @@ class TensorOps(MemoryOps):
         if fill is not None:
             for r in regs:
                 self.assign(r, fill)
-        return Fragment(regs, role, shape, dtype if role == "c" else atype)
+        return Fragment(regs=regs, role=role, shape=shape, type=dtype if role == "c" else atype)
 
     def _fragment_regs(self, op, what, frag, count, ty, loc) -> tuple:
         """The registers of a fragment operand, checked for count and register class."""
@@ -170,7 +170,7 @@ class TensorOps(MemoryOps):
         opcode = ".".join(mods + [dtype, atype, btype, dtype])
         self._emit(opcode, (ir.Vector(d_regs), ir.Vector(a_regs), ir.Vector(b_regs),
                             ir.Vector(c_regs)), 1, loc, pred, op)
-        return Fragment(d_regs, "c", shape, dtype)
+        return Fragment(regs=d_regs, role="c", shape=shape, type=dtype)
 
     def mma(self, a, b, c, *, shape: str, atype: str, btype: Optional[str] = None,
             dtype: Optional[str] = None, satfinite: bool = False, pred=None) -> Fragment:
@@ -216,7 +216,7 @@ class TensorOps(MemoryOps):
         opcode = ".".join(["ldmatrix", "sync", "aligned", "m8n8", f"x{num}",
                            *(("trans",) if trans else ()), "shared", "b16"])
         self._emit(opcode, (ir.Vector(regs), address), 1, loc, pred, "ldmatrix")
-        return Fragment(regs, "ldmatrix", "m8n8", "b16")
+        return Fragment(regs=regs, role="ldmatrix", shape="m8n8", type="b16")
 
     def stmatrix(self, addr, frag, *, trans: bool = False, offset: int = 0, pred=None) -> None:
         """``stmatrix.sync.aligned.m8n8.x{len(frag)}[.trans].shared.b16`` (sm_90): store 1, 2
@@ -287,7 +287,7 @@ class TensorOps(MemoryOps):
         if fill is not None:
             for r in regs:
                 self.assign(r, fill)
-        return Fragment(regs, "c", f"m64n{n}k", dtype)
+        return Fragment(regs=regs, role="c", shape=f"m64n{n}k", type=dtype)
 
     def iwgmma(self, acc, a_desc, b_desc, *, n: int, atype: str = "f16", scale_d=1,
                scale_a: int = 1, scale_b: int = 1, trans_a: int = 0, trans_b: int = 0) -> Fragment:
@@ -331,4 +331,4 @@ class TensorOps(MemoryOps):
         opcode = (f"wgmma.mma_async.sync.aligned.m64n{n}k{_WGMMA_K[atype]}.{dtype}.{atype}."
                   f"{atype}")
         self._emit(opcode, (ir.Vector(regs), *descs, sd, *imms), 1, loc, None, "iwgmma")
-        return Fragment(regs, "c", f"m64n{n}k{_WGMMA_K[atype]}", dtype)
+        return Fragment(regs=regs, role="c", shape=f"m64n{n}k{_WGMMA_K[atype]}", type=dtype)

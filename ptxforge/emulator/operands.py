@@ -37,7 +37,7 @@ class Unsupported(Exception):
 _decoded: dict = {}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Decoded:
     """An opcode split into ``family``, modifier tokens (``mods``) and types as
     :class:`~ptxforge.ptx.types.PtxType` values (``types``), over the IR's parsed opcode
@@ -61,7 +61,8 @@ class Decoded:
                     types.append(ty)
                 elif "::" not in tok:  # cache hints (L1::evict_last) change nothing here
                     mods.append(tok)
-            d = _decoded[opcode] = cls(op.family, tuple(mods), tuple(types), op)
+            d = _decoded[opcode] = cls(family=op.family, mods=tuple(mods), types=tuple(types),
+                                       op=op)
         return d
 
     def has_trait(self, trait) -> bool:

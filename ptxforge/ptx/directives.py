@@ -48,7 +48,7 @@ def mask_comments(ptx: str) -> str:
     return "".join(out)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class PtxTarget:
     """The module's ``.version`` and ``.target`` (``debug``: ``.target sm_XX, debug``)."""
 
@@ -69,12 +69,13 @@ def ptx_target(ptx: str) -> PtxTarget:
     v = _VERSION.search(clean)
     t = _TARGET.search(clean)
     words = [w.strip() for w in t.group(1).split(",")] if t else []
-    return PtxTarget((int(v.group(1)), int(v.group(2))) if v else None,
-                     words[0] if words else None, "debug" in words[1:], tuple(words[1:]),
-                     clean.count("\n", 0, t.start()) + 1 if t else None)
+    return PtxTarget(version=(int(v.group(1)), int(v.group(2))) if v else None,
+                     arch=words[0] if words else None, debug="debug" in words[1:],
+                     options=tuple(words[1:]),
+                     line=clean.count("\n", 0, t.start()) + 1 if t else None)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class PtxEntry:
     """An ``.entry`` found in PTX text, with its performance directives and local arrays."""
 
@@ -140,7 +141,8 @@ def ptx_entries(ptx: str) -> tuple:
             if dm:
                 vals = _dims(dm.group(1))
                 fields[key] = vals[0] if key in ("maxnreg", "minnctapersm") else vals
-        out.append(PtxEntry(name, clean.count("\n", 0, start) + 1, local_array_bytes=local,
+        out.append(PtxEntry(name=name, line=clean.count("\n", 0, start) + 1,
+                            local_array_bytes=local,
                             **fields))
     return tuple(out)
 

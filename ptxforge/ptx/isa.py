@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Requirement:
     """What a form needs: the lowest SM number (``sm_90`` → 90) and PTX ISA version."""
 
@@ -65,7 +65,7 @@ class Requirement:
         """The requirement of needing both ``self`` and ``other``."""
         arch = (tuple(a for a in self.arch if a in other.arch) if self.arch and other.arch
                 else self.arch or other.arch)
-        return Requirement(max(self.sm, other.sm), max(self.ptx, other.ptx), arch)
+        return Requirement(sm=max(self.sm, other.sm), ptx=max(self.ptx, other.ptx), arch=arch)
 
     @property
     def minimum_target(self) -> str:
@@ -82,7 +82,7 @@ class Requirement:
         return f"{where} and PTX ISA {self.ptx[0]}.{self.ptx[1]}"
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Rule:
     """A requirement that applies when an opcode carries every token in ``tokens``."""
 
@@ -90,7 +90,7 @@ class Rule:
     need: Requirement
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Forbid:
     """A form no target accepts: an opcode carrying every token in ``tokens`` (for ``cvt``,
     type tokens in (destination, source) order) is refused for ``reason``."""
@@ -101,10 +101,10 @@ class Forbid:
 
 def _forbid(*rows: tuple) -> tuple:
     """Forbids from ``(tokens, reason)`` rows, tokens space-separated."""
-    return tuple(Forbid(tuple(tokens.split()), reason) for tokens, reason in rows)
+    return tuple(Forbid(tokens=tuple(tokens.split()), reason=reason) for tokens, reason in rows)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class OpSpec:
     """One opcode family as the builder checks it: legal value types, the modifiers the builder
     writes (a subset of the table's :attr:`ptxforge.ptx.opcodes.OpInfo.modifiers`), rules and
@@ -140,18 +140,19 @@ class OpSpec:
 def _req(sm: int, ptx: str) -> Requirement:
     """Requirement from ``sm`` and a ``"maj.min"`` string."""
     major, minor = ptx.split(".")
-    return Requirement(sm, (int(major), int(minor)))
+    return Requirement(sm=sm, ptx=(int(major), int(minor)))
 
 
 def _rules(*rows: tuple) -> tuple:
     """Rules from ``(tokens, sm, ptx)`` rows, tokens space-separated."""
-    return tuple(Rule(tuple(tokens.split()), _req(sm, ptx)) for tokens, sm, ptx in rows)
+    return tuple(Rule(tokens=tuple(tokens.split()), need=_req(sm, ptx)) for tokens, sm, ptx in rows)
 
 
 def _arch_rule(tokens: str, ptx: str, arch: tuple) -> Rule:
     """A rule for a form only the targets named in ``arch`` accept (oldest first)."""
     need = _req(as_target(arch[0]).sm, ptx)
-    return Rule(tuple(tokens.split()), Requirement(need.sm, need.ptx, tuple(arch)))
+    return Rule(tokens=tuple(tokens.split()), need=Requirement(sm=need.sm, ptx=need.ptx,
+                                                               arch=tuple(arch)))
 
 
 def _variants_from(sm: int) -> tuple:
@@ -216,181 +217,189 @@ _MINMAX_FORBIDS = _forbid(
       for t in _INTS + _F + _HALF if t is not T.s32))
 
 
+def _op(family: str, types: tuple, modifiers: tuple = (), rules: tuple = (), doc: str = "",
+        forbids: tuple = ()) -> OpSpec:
+    """One row of the table below (the columns in :class:`OpSpec`'s order, for a readable table)."""
+    return OpSpec(family=family, types=types, modifiers=modifiers, rules=rules, doc=doc,
+                  forbids=forbids)
+
+
 _ROWS = (
     # arithmetic ------------------------------------------------------------------------
-    OpSpec("add", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
-           _half_rules(53, "4.2", 90, "7.8"), "d = a + b"),
-    OpSpec("sub", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
-           _half_rules(53, "4.2", 90, "7.8"), "d = a - b"),
-    OpSpec("mul", _INTS + _F + _HALF, _RND + ("ftz", "sat", "lo", "hi", "wide"),
-           _half_rules(53, "4.2", 90, "7.8"), "d = a * b (ints: .lo/.hi/.wide)"),
-    OpSpec("mad", _INTS + _F, _RND + ("ftz", "sat", "lo", "hi", "wide", "cc"),
-           (), "d = a * b + c"),
-    OpSpec("fma", _F + _HALF, _RND + ("ftz", "sat"),
-           _half_rules(53, "4.2", 80, "7.0"), "d = a * b + c, one rounding"),
-    OpSpec("div", _INTS + _F, _RND + ("approx", "full", "ftz"), (), "d = a / b"),
-    OpSpec("rem", _INTS, (), (), "d = a % b"),
-    OpSpec("abs", _SIGNED + _F + _HALF, ("ftz",),
-           _half_rules(53, "6.5", 80, "7.0"), "d = |a|"),
-    OpSpec("neg", _SIGNED + _F + _HALF, ("ftz",),
-           _half_rules(53, "6.0", 80, "7.0"), "d = -a"),
-    OpSpec("min", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = min(a, b)",
-           _MINMAX_FORBIDS),
-    OpSpec("max", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = max(a, b)",
-           _MINMAX_FORBIDS),
-    OpSpec("sqrt", _F, _RND + ("approx", "ftz"), (), "d = sqrt(a)"),
-    OpSpec("rsqrt", _F, ("approx", "ftz"), (), "d = 1/sqrt(a) (approx)"),
-    OpSpec("rcp", _F, _RND + ("approx", "ftz"), (), "d = 1/a"),
-    OpSpec("ex2", (T.f32, T.f16, T.f16x2), ("approx", "ftz"),
-           _rules(("f16", 75, "7.0"), ("f16x2", 75, "7.0")), "d = 2**a (approx)"),
-    OpSpec("lg2", (T.f32,), ("approx", "ftz"), (), "d = log2(a) (approx)"),
-    OpSpec("sin", (T.f32,), ("approx", "ftz"), (), "d = sin(a) (approx)"),
-    OpSpec("cos", (T.f32,), ("approx", "ftz"), (), "d = cos(a) (approx)"),
+    _op("add", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+        _half_rules(53, "4.2", 90, "7.8"), "d = a + b"),
+    _op("sub", _INTS + _F + _HALF, _RND + ("ftz", "sat", "cc"),
+        _half_rules(53, "4.2", 90, "7.8"), "d = a - b"),
+    _op("mul", _INTS + _F + _HALF, _RND + ("ftz", "sat", "lo", "hi", "wide"),
+        _half_rules(53, "4.2", 90, "7.8"), "d = a * b (ints: .lo/.hi/.wide)"),
+    _op("mad", _INTS + _F, _RND + ("ftz", "sat", "lo", "hi", "wide", "cc"),
+        (), "d = a * b + c"),
+    _op("fma", _F + _HALF, _RND + ("ftz", "sat"),
+        _half_rules(53, "4.2", 80, "7.0"), "d = a * b + c, one rounding"),
+    _op("div", _INTS + _F, _RND + ("approx", "full", "ftz"), (), "d = a / b"),
+    _op("rem", _INTS, (), (), "d = a % b"),
+    _op("abs", _SIGNED + _F + _HALF, ("ftz",),
+        _half_rules(53, "6.5", 80, "7.0"), "d = |a|"),
+    _op("neg", _SIGNED + _F + _HALF, ("ftz",),
+        _half_rules(53, "6.0", 80, "7.0"), "d = -a"),
+    _op("min", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = min(a, b)",
+        _MINMAX_FORBIDS),
+    _op("max", _INTS + _F + _HALF, _MINMAX_MODS, _MINMAX_RULES, "d = max(a, b)",
+        _MINMAX_FORBIDS),
+    _op("sqrt", _F, _RND + ("approx", "ftz"), (), "d = sqrt(a)"),
+    _op("rsqrt", _F, ("approx", "ftz"), (), "d = 1/sqrt(a) (approx)"),
+    _op("rcp", _F, _RND + ("approx", "ftz"), (), "d = 1/a"),
+    _op("ex2", (T.f32, T.f16, T.f16x2), ("approx", "ftz"),
+        _rules(("f16", 75, "7.0"), ("f16x2", 75, "7.0")), "d = 2**a (approx)"),
+    _op("lg2", (T.f32,), ("approx", "ftz"), (), "d = log2(a) (approx)"),
+    _op("sin", (T.f32,), ("approx", "ftz"), (), "d = sin(a) (approx)"),
+    _op("cos", (T.f32,), ("approx", "ftz"), (), "d = cos(a) (approx)"),
     # extended-precision carry chains ----------------------------------------------------
-    OpSpec("addc", _CARRY, ("cc",), (), "d = a + b + CC.CF"),
-    OpSpec("subc", _CARRY, ("cc",), (), "d = a - (b + CC.CF)"),
-    OpSpec("madc", _CARRY, ("lo", "hi", "cc"), (), "d = a * b + c + CC.CF"),
+    _op("addc", _CARRY, ("cc",), (), "d = a + b + CC.CF"),
+    _op("subc", _CARRY, ("cc",), (), "d = a - (b + CC.CF)"),
+    _op("madc", _CARRY, ("lo", "hi", "cc"), (), "d = a * b + c + CC.CF"),
     # logic and bits -------------------------------------------------------------------
-    OpSpec("and", _LOGIC, (), (), "d = a & b"),
-    OpSpec("or", _LOGIC, (), (), "d = a | b"),
-    OpSpec("xor", _LOGIC, (), (), "d = a ^ b"),
-    OpSpec("not", _LOGIC, (), (), "d = ~a"),
-    OpSpec("cnot", _BITS, (), (), "d = (a == 0)"),
-    OpSpec("shl", _BITS, (), (), "d = a << b"),
-    OpSpec("shr", _BITS + _INTS, (), (), "d = a >> b (.s: arithmetic)"),
-    OpSpec("popc", (T.b32, T.b64), (), (), "d = population count"),
-    OpSpec("clz", (T.b32, T.b64), (), (), "d = count leading zeros"),
-    OpSpec("brev", (T.b32, T.b64), (), (), "d = bit reverse"),
-    OpSpec("bfe", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
-    OpSpec("bfi", (T.b32, T.b64), (), (), "d = insert a into b"),
+    _op("and", _LOGIC, (), (), "d = a & b"),
+    _op("or", _LOGIC, (), (), "d = a | b"),
+    _op("xor", _LOGIC, (), (), "d = a ^ b"),
+    _op("not", _LOGIC, (), (), "d = ~a"),
+    _op("cnot", _BITS, (), (), "d = (a == 0)"),
+    _op("shl", _BITS, (), (), "d = a << b"),
+    _op("shr", _BITS + _INTS, (), (), "d = a >> b (.s: arithmetic)"),
+    _op("popc", (T.b32, T.b64), (), (), "d = population count"),
+    _op("clz", (T.b32, T.b64), (), (), "d = count leading zeros"),
+    _op("brev", (T.b32, T.b64), (), (), "d = bit reverse"),
+    _op("bfe", _I32 + _I64, (), (), "d = extract bits [pos, pos+len)"),
+    _op("bfi", (T.b32, T.b64), (), (), "d = insert a into b"),
     # bit twiddling, byte permutes and small dot products (dsl/bits.py) ------------------
     # Operand kinds: n = a shift/width amount (u32; immediates 0..32 with .clamp, 0..31 with
     # .wrap); sel = prmt's selector; lut = lop3's 8-bit table (immediate only); base = fns's
     # start bit (u32, immediates 0..31).  The minimums that matter for a target ptxforge knows
     # (lop3, dp4a/dp2a, fns, szext, bmsk) were checked with ptxas at the version below
     # (rejected) and at the one listed (accepted).
-    OpSpec("prmt", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
-           _rules(("", 20, "2.0")), "d = bytes of the 64-bit {b, a} chosen by selector c"),
-    OpSpec("lop3", (T.b32,), (), _rules(("", 50, "4.3")),
-           "d = F(a, b, c) bitwise, F given by an 8-bit truth table"),
-    OpSpec("shf", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
-           "funnel shift of the 64-bit {b, a}: .l keeps the high word, .r the low word"),
-    OpSpec("dp4a", _I32, (), _rules(("", 61, "5.0")),
-           "d = c + four byte products of a and b (types .atype.btype)"),
-    OpSpec("dp2a", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
-           "d = c + two 16x8-bit products (a's halves, b's low or high bytes)"),
-    OpSpec("sad", _INTS, (), (), "d = c + |a - b|"),
-    OpSpec("bfind", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
-           "d = position of the most significant non-sign bit (0xffffffff if none)"),
-    OpSpec("fns", (T.b32,), (), _rules(("", 30, "6.0")),
-           "d = position of the n-th set bit of a from bit base (0xffffffff if none)"),
-    OpSpec("mul24", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
-    OpSpec("mad24", _I32, ("lo", "hi", "sat"), (),
-           "d = 24x24-bit product (low or high 32 bits) + c",
-           _forbid(("lo sat", ".sat on mad24.lo (only mad24.hi.sat.s32 exists)"),
-                   ("sat u32", ".sat on .u32 mad24 (only mad24.hi.sat.s32 exists)"))),
-    OpSpec("szext", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
-           "d = the low n bits of a, sign- (.s32) or zero-extended (.u32)"),
-    OpSpec("bmsk", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
-           "d = a mask of b ones starting at bit a"),
-    OpSpec("copysign", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
-    OpSpec("testp", _F, ("finite", "infinite", "number", "notanumber", "normal",
-                                    "subnormal"),
-           _rules(("", 20, "2.0")), "p = a is finite/infinite/a number/NaN/normal/subnormal"),
+    _op("prmt", (T.b32,), ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),
+        _rules(("", 20, "2.0")), "d = bytes of the 64-bit {b, a} chosen by selector c"),
+    _op("lop3", (T.b32,), (), _rules(("", 50, "4.3")),
+        "d = F(a, b, c) bitwise, F given by an 8-bit truth table"),
+    _op("shf", (T.b32,), ("l", "r", "clamp", "wrap"), _rules(("", 32, "3.1")),
+        "funnel shift of the 64-bit {b, a}: .l keeps the high word, .r the low word"),
+    _op("dp4a", _I32, (), _rules(("", 61, "5.0")),
+        "d = c + four byte products of a and b (types .atype.btype)"),
+    _op("dp2a", _I32, ("lo", "hi"), _rules(("", 61, "5.0")),
+        "d = c + two 16x8-bit products (a's halves, b's low or high bytes)"),
+    _op("sad", _INTS, (), (), "d = c + |a - b|"),
+    _op("bfind", _I32 + _I64, ("shiftamt",), _rules(("", 20, "2.0")),
+        "d = position of the most significant non-sign bit (0xffffffff if none)"),
+    _op("fns", (T.b32,), (), _rules(("", 30, "6.0")),
+        "d = position of the n-th set bit of a from bit base (0xffffffff if none)"),
+    _op("mul24", _I32, ("lo", "hi"), (), "d = 24x24-bit product, low or high"),
+    _op("mad24", _I32, ("lo", "hi", "sat"), (),
+        "d = 24x24-bit product (low or high 32 bits) + c",
+        _forbid(("lo sat", ".sat on mad24.lo (only mad24.hi.sat.s32 exists)"),
+                ("sat u32", ".sat on .u32 mad24 (only mad24.hi.sat.s32 exists)"))),
+    _op("szext", _I32, ("clamp", "wrap"), _rules(("", 70, "7.6")),
+        "d = the low n bits of a, sign- (.s32) or zero-extended (.u32)"),
+    _op("bmsk", (T.b32,), ("clamp", "wrap"), _rules(("", 70, "7.6")),
+        "d = a mask of b ones starting at bit a"),
+    _op("copysign", _F, (), _rules(("", 20, "2.0")), "d = b with the sign of a"),
+    _op("testp", _F, ("finite", "infinite", "number", "notanumber", "normal",
+                                 "subnormal"),
+        _rules(("", 20, "2.0")), "p = a is finite/infinite/a number/NaN/normal/subnormal"),
     # moves, selection, comparison, conversion -------------------------------------------
-    OpSpec("mov", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
-    OpSpec("selp", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
-    OpSpec("setp", _BITS + _INTS + _F + (T.f16, T.bf16),
-           COMPARISONS + ("and", "or", "xor", "ftz"),
-           _rules(("f16", 53, "4.2"), ("bf16", 90, "7.8")), "p = a cmp b"),
-    OpSpec("cvt", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
-           _rules(("bf16 f32", 80, "7.0"), ("f32 bf16", 80, "7.1"), ("bf16x2 f32", 80, "7.0"),
-                  ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 bf16", 90, "7.8"), ("bf16 f16", 90, "7.8"),
-                  ("f16 bf16", 90, "7.8"), ("bf16 u8", 90, "7.8"), ("bf16 s8", 90, "7.8"),
-                  ("bf16 u16", 90, "7.8"), ("bf16 s16", 90, "7.8"), ("bf16 u32", 90, "7.8"),
-                  ("bf16 s32", 90, "7.8"), ("bf16 u64", 90, "7.8"), ("bf16 s64", 90, "7.8"),
-                  ("u8 bf16", 90, "7.8"), ("s8 bf16", 90, "7.8"), ("u16 bf16", 90, "7.8"),
-                  ("s16 bf16", 90, "7.8"), ("u32 bf16", 90, "7.8"), ("s32 bf16", 90, "7.8"),
-                  ("u64 bf16", 90, "7.8"), ("s64 bf16", 90, "7.8"), ("ftz f32 bf16", 90, "7.8")),
-           "d = convert(a)",
-           # Found by compiling every pair x rounding x sat x ftz on sm_80 and sm_90.
-           _forbid(("sat bf16", ".sat on conversions to or from .bf16"),
-                   *((pair, "conversions between .bf16 and 8-bit integers (convert through "
-                      "a 16-bit integer)")
-                     for pair in ("bf16 u8", "bf16 s8", "u8 bf16", "s8 bf16")))),
-    OpSpec("cvta", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
-           "generic <-> state-space address"),
+    _op("mov", (T.pred,) + _STORE, (), _rules(("b128", 70, "8.3")), "d = a"),
+    _op("selp", _BITS + _INTS + _F, (), (), "d = c ? a : b"),
+    _op("setp", _BITS + _INTS + _F + (T.f16, T.bf16),
+        COMPARISONS + ("and", "or", "xor", "ftz"),
+        _rules(("f16", 53, "4.2"), ("bf16", 90, "7.8")), "p = a cmp b"),
+    _op("cvt", _NUMERIC, _RND + ROUNDING_INT + ("sat", "ftz", "relu"),
+        _rules(("bf16 f32", 80, "7.0"), ("f32 bf16", 80, "7.1"), ("bf16x2 f32", 80, "7.0"),
+               ("bf16 f64", 90, "7.8"), ("f64 bf16", 90, "7.8"), ("bf16 bf16", 90, "7.8"),
+               ("bf16 f16", 90, "7.8"),
+               ("f16 bf16", 90, "7.8"), ("bf16 u8", 90, "7.8"), ("bf16 s8", 90, "7.8"),
+               ("bf16 u16", 90, "7.8"), ("bf16 s16", 90, "7.8"), ("bf16 u32", 90, "7.8"),
+               ("bf16 s32", 90, "7.8"), ("bf16 u64", 90, "7.8"), ("bf16 s64", 90, "7.8"),
+               ("u8 bf16", 90, "7.8"), ("s8 bf16", 90, "7.8"), ("u16 bf16", 90, "7.8"),
+               ("s16 bf16", 90, "7.8"), ("u32 bf16", 90, "7.8"), ("s32 bf16", 90, "7.8"),
+               ("u64 bf16", 90, "7.8"), ("s64 bf16", 90, "7.8"), ("ftz f32 bf16", 90, "7.8")),
+        "d = convert(a)",
+        # Found by compiling every pair x rounding x sat x ftz on sm_80 and sm_90.
+        _forbid(("sat bf16", ".sat on conversions to or from .bf16"),
+                *((pair, "conversions between .bf16 and 8-bit integers (convert through "
+                   "a 16-bit integer)")
+                  for pair in ("bf16 u8", "bf16 s8", "u8 bf16", "s8 bf16")))),
+    _op("cvta", (T.u32, T.u64), ("to", "global", "shared", "local", "const"), (),
+        "generic <-> state-space address"),
     # memory -----------------------------------------------------------------------------
-    OpSpec("ld", _STORE, ("param", "global", "shared", "local", "const", "v2", "v4",
-                                    "volatile", "nc"),
-           _rules(("b128", 70, "8.3")), "d = *a"),
-    OpSpec("st", _STORE, ("param", "global", "shared", "local", "v2", "v4",
-                                    "volatile"),
-           _rules(("b128", 70, "8.3")), "*a = b"),
-    OpSpec("atom", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
-                                 T.f16, T.f16x2, T.bf16, T.bf16x2),
-           ("global", "shared", "add", "min", "max", "inc", "dec", "exch", "cas", "and", "or",
-            "xor", "noftz", "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys"),
-           _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
-                  ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
-                  ("acquire", 70, "6.0"), ("release", 70, "6.0"), ("acq_rel", 70, "6.0")),
-           "d = *a; *a = op(*a, b)"),
-    OpSpec("red", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
-                             T.f16, T.f16x2, T.bf16, T.bf16x2),
-           ("global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "noftz",
-            "relaxed", "release", "cta", "gpu", "sys"),
-           _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
-                  ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
-                  ("release", 70, "6.0")),
-           "*a = op(*a, b)"),
+    _op("ld", _STORE, ("param", "global", "shared", "local", "const", "v2", "v4",
+                                 "volatile", "nc"),
+        _rules(("b128", 70, "8.3")), "d = *a"),
+    _op("st", _STORE, ("param", "global", "shared", "local", "v2", "v4",
+                                 "volatile"),
+        _rules(("b128", 70, "8.3")), "*a = b"),
+    _op("atom", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+                              T.f16, T.f16x2, T.bf16, T.bf16x2),
+        ("global", "shared", "add", "min", "max", "inc", "dec", "exch", "cas", "and", "or",
+         "xor", "noftz", "relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys"),
+        _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
+               ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
+               ("acquire", 70, "6.0"), ("release", 70, "6.0"), ("acq_rel", 70, "6.0")),
+        "d = *a; *a = op(*a, b)"),
+    _op("red", (T.b32, T.b64, T.u32, T.u64, T.s32, T.s64, T.f32, T.f64,
+                          T.f16, T.f16x2, T.bf16, T.bf16x2),
+        ("global", "shared", "add", "min", "max", "inc", "dec", "and", "or", "xor", "noftz",
+         "relaxed", "release", "cta", "gpu", "sys"),
+        _rules(("f64", 60, "5.0"), ("f16", 70, "6.3"), ("f16x2", 60, "6.2"),
+               ("bf16", 90, "7.8"), ("bf16x2", 90, "7.8"), ("relaxed", 70, "6.0"),
+               ("release", 70, "6.0")),
+        "*a = op(*a, b)"),
     # synchronisation and warp-level -----------------------------------------------------
-    OpSpec("bar", (), ("sync", "arrive", "red")),
-    OpSpec("membar", (), ("cta", "gl", "sys")),
-    OpSpec("fence", (), ("sc", "acq_rel", "cta", "gpu", "sys"), _rules(("", 70, "6.0"))),
-    OpSpec("shfl", (T.b32,), ("sync", "up", "down", "bfly", "idx"),
-           _rules(("sync", 30, "6.0"))),
-    OpSpec("vote", (T.pred, T.b32), ("sync", "all", "any", "uni", "ballot"),
-           _rules(("sync", 30, "6.0"))),
-    OpSpec("activemask", (T.b32,), (), _rules(("", 30, "6.2"))),
-    OpSpec("redux", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
-                                                          "or", "xor"),
-           _rules(("", 80, "7.0"))),
+    _op("bar", (), ("sync", "arrive", "red")),
+    _op("membar", (), ("cta", "gl", "sys")),
+    _op("fence", (), ("sc", "acq_rel", "cta", "gpu", "sys"), _rules(("", 70, "6.0"))),
+    _op("shfl", (T.b32,), ("sync", "up", "down", "bfly", "idx"),
+        _rules(("sync", 30, "6.0"))),
+    _op("vote", (T.pred, T.b32), ("sync", "all", "any", "uni", "ballot"),
+        _rules(("sync", 30, "6.0"))),
+    _op("activemask", (T.b32,), (), _rules(("", 30, "6.2"))),
+    _op("redux", (T.u32, T.s32, T.b32), ("sync", "add", "min", "max", "and",
+                                                       "or", "xor"),
+        _rules(("", 80, "7.0"))),
     # tensor cores and asynchronous copies (dsl/tensor.py) -------------------------------
     # Minimums checked with ptxas 13.5 (sm_72: the CUDA 12.9 ptxas) at the target below
     # (refused: "Feature '.m16n8k16' requires .target sm_80 or higher") and the one listed.
-    OpSpec("mma", (T.f16, T.bf16, T.f32, T.f64, T.s8, T.u8, T.s32),
-           ("sync", "aligned", "m16n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k4",
-            "m8n8k16", "row", "col", "satfinite", "tf32"),
-           _rules(("m8n8k4", 70, "6.4"), ("m8n8k4 f64", 80, "7.0"), ("m8n8k16", 75, "6.5"),
-                  ("m16n8k8", 75, "6.5"), ("m16n8k8 bf16", 80, "7.0"),
-                  ("m16n8k8 tf32", 80, "7.0"), ("m16n8k4", 80, "7.0"), ("m16n8k16", 80, "7.0"),
-                  ("m16n8k32", 80, "7.0")),
-           "D = A * B + C on one warp's fragments (types .dtype.atype.btype.ctype)"),
-    OpSpec("ldmatrix", (T.b16,),
-           ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
-           _rules(("", 75, "6.5")), "load 1, 2 or 4 8x8 b16 matrices from shared memory"),
-    OpSpec("stmatrix", (T.b16,),
-           ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
-           _rules(("", 90, "7.8")), "store 1, 2 or 4 8x8 b16 matrices to shared memory"),
-    OpSpec("cp", (),
-           ("async", "ca", "cg", "shared", "global", "shared::cta", "shared::cluster",
-            "commit_group", "wait_group", "wait_all", "bulk", "bulk_group",
-            "mbarrier::complete_tx::bytes"),
-           _rules(("async", 80, "7.0"), ("async bulk", 90, "8.0")),
-           "asynchronous global -> shared copies and their commit / wait groups"),
-    OpSpec("wgmma", (T.f16, T.bf16, T.f32, T.s32, T.s8, T.u8),
-           ("mma_async", "sync", "aligned", "fence", "commit_group", "wait_group", "tf32")
-           + tuple(f"m64n{n}k{k}" for k in (8, 16, 32) for n in range(8, 257, 8)),
-           (_arch_rule("", "8.0", ("sm_90a",)),),
-           "warpgroup D = A * B (+ D) from shared-memory descriptors, asynchronous"),
-    OpSpec("setmaxnreg", (T.u32,), ("inc", "dec", "sync", "aligned"),
-           (_arch_rule("", "8.0", _variants_from(90)),),
-           "raise or lower this warp's register budget to n (a multiple of 8 in [24, 256])"),
+    _op("mma", (T.f16, T.bf16, T.f32, T.f64, T.s8, T.u8, T.s32),
+        ("sync", "aligned", "m16n8k4", "m16n8k8", "m16n8k16", "m16n8k32", "m8n8k4",
+         "m8n8k16", "row", "col", "satfinite", "tf32"),
+        _rules(("m8n8k4", 70, "6.4"), ("m8n8k4 f64", 80, "7.0"), ("m8n8k16", 75, "6.5"),
+               ("m16n8k8", 75, "6.5"), ("m16n8k8 bf16", 80, "7.0"),
+               ("m16n8k8 tf32", 80, "7.0"), ("m16n8k4", 80, "7.0"), ("m16n8k16", 80, "7.0"),
+               ("m16n8k32", 80, "7.0")),
+        "D = A * B + C on one warp's fragments (types .dtype.atype.btype.ctype)"),
+    _op("ldmatrix", (T.b16,),
+        ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
+        _rules(("", 75, "6.5")), "load 1, 2 or 4 8x8 b16 matrices from shared memory"),
+    _op("stmatrix", (T.b16,),
+        ("sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"),
+        _rules(("", 90, "7.8")), "store 1, 2 or 4 8x8 b16 matrices to shared memory"),
+    _op("cp", (),
+        ("async", "ca", "cg", "shared", "global", "shared::cta", "shared::cluster",
+         "commit_group", "wait_group", "wait_all", "bulk", "bulk_group",
+         "mbarrier::complete_tx::bytes"),
+        _rules(("async", 80, "7.0"), ("async bulk", 90, "8.0")),
+        "asynchronous global -> shared copies and their commit / wait groups"),
+    _op("wgmma", (T.f16, T.bf16, T.f32, T.s32, T.s8, T.u8),
+        ("mma_async", "sync", "aligned", "fence", "commit_group", "wait_group", "tf32")
+        + tuple(f"m64n{n}k{k}" for k in (8, 16, 32) for n in range(8, 257, 8)),
+        (_arch_rule("", "8.0", ("sm_90a",)),),
+        "warpgroup D = A * B (+ D) from shared-memory descriptors, asynchronous"),
+    _op("setmaxnreg", (T.u32,), ("inc", "dec", "sync", "aligned"),
+        (_arch_rule("", "8.0", _variants_from(90)),),
+        "raise or lower this warp's register budget to n (a multiple of 8 in [24, 256])"),
     # control flow ---------------------------------------------------------------------
-    OpSpec("bra", (), ("uni",)),
-    OpSpec("call", (), ("uni",)),
-    OpSpec("ret", (), ("uni",)),
-    OpSpec("exit", ()),
+    _op("bra", (), ("uni",)),
+    _op("call", (), ("uni",)),
+    _op("ret", (), ("uni",)),
+    _op("exit", ()),
 )
 
 #: The opcode table, keyed by family name.

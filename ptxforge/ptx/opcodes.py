@@ -80,7 +80,7 @@ class OrdersMemory(Trait):
     mbarrier bookkeeping, warpgroup MMA, trap)."""
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class WritesNoRegister(Trait):
     """Writes no register: every operand is a use.  ``unless`` lists sub-opcode prefixes of the
     family that do write one (``mbarrier.try_wait``); ``unless_modifier`` a modifier that
@@ -96,7 +96,7 @@ class WritesNoRegister(Trait):
         return not (self.unless_modifier and self.unless_modifier in modifiers)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class MemoryAccess(Trait):
     """Reads or writes memory through an address operand.
 
@@ -190,7 +190,7 @@ eq ne lt le gt ge lo ls hi hs v16
 
 
 # -- operand shapes ----------------------------------------------------------------------------
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class OperandSlot:
     """One operand position of a family's shape: its name in the shape text (``d``, ``[a]``,
     ``{d}``, ``u32``), its ``form`` (``value``, ``address``, ``vector``, ``label``, ``call``)
@@ -224,7 +224,7 @@ def _slots(shape: str) -> tuple:
         form = ("address" if item.startswith("[") else "vector" if item.startswith("{")
                 else "call" if item.startswith("(") else "label" if item == "label"
                 else "value")
-        out.append(OperandSlot(item, form, optional))
+        out.append(OperandSlot(name=item, form=form, optional=optional))
     return tuple(out)
 
 
@@ -232,7 +232,7 @@ def _slots(shape: str) -> tuple:
 _UNSET: tuple = ()
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class OpInfo:
     """One opcode family: its traits, modifier groups, operand shape and latency class.
 
@@ -285,17 +285,20 @@ def _row(family: str, mods: str = "", *traits, loose: bool = False, latency: str
         groups.append(("", tuple(plain)))
     words = frozenset(w for _, g in groups for w in g)
     memory = next((t for t in traits if isinstance(t, MemoryAccess)), None)
-    return OpInfo(family, tuple(groups), tuple(traits), loose, latency, shape, _slots(shape),
-                  widths, words, memory)
+    return OpInfo(family=family, groups=tuple(groups), traits=tuple(traits), loose=loose,
+                  latency=latency, shape=shape, operands=_slots(shape),
+                  widths=widths, modifiers=words, memory=memory)
 
 
 _SAME = ("=",)
 _NODEF = WritesNoRegister()
-_LOAD, _STORE, _ATOMIC = MemoryAccess("load"), MemoryAccess("store"), MemoryAccess("atomic")
-_PREFETCH = MemoryAccess("prefetch")
-_TEX_READ = MemoryAccess("load", True, ("tex",))
-_SURF_WRITE = MemoryAccess("store", True, ("tex", "global"))
-_SURF_ATOMIC = MemoryAccess("atomic", True, ("tex", "global"))
+_LOAD = MemoryAccess(direction="load")
+_STORE = MemoryAccess(direction="store")
+_ATOMIC = MemoryAccess(direction="atomic")
+_PREFETCH = MemoryAccess(direction="prefetch")
+_TEX_READ = MemoryAccess(direction="load", texture=True, spaces=("tex",))
+_SURF_WRITE = MemoryAccess(direction="store", texture=True, spaces=("tex", "global"))
+_SURF_ATOMIC = MemoryAccess(direction="atomic", texture=True, spaces=("tex", "global"))
 _SPACE_MODS = "@space"
 
 _ROWS = (
@@ -408,26 +411,27 @@ _ROWS = (
     _row("griddepcontrol", "launch_dependents wait", OrdersMemory, _NODEF, latency="control"),
     _row("setmaxnreg", "inc dec sync aligned", _NODEF, latency="control", shape="n"),
     # asynchronous copies, tensor cores, textures and surfaces (loose) ---------------------
-    _row("cp", "", MemoryAccess("async"), OrdersMemory, _NODEF, loose=True, latency="memory",
+    _row("cp", "", MemoryAccess(direction="async"), OrdersMemory, _NODEF, loose=True,
+         latency="memory",
          shape="[d], [a], size[, [mbar]] | n"),
-    _row("mbarrier", "", OrdersMemory, WritesNoRegister((
+    _row("mbarrier", "", OrdersMemory, WritesNoRegister(unless=(
         "mbarrier.arrive", "mbarrier.test_wait", "mbarrier.try_wait",
         "mbarrier.pending_count")), loose=True, latency="control"),
     _row("tensormap", "", _NODEF, loose=True),
-    _row("tcgen05", "", WritesNoRegister(("tcgen05.ld", "tcgen05.alloc")), loose=True,
+    _row("tcgen05", "", WritesNoRegister(unless=("tcgen05.ld", "tcgen05.alloc")), loose=True,
          latency="tensor"),
-    _row("wgmma", "", OrdersMemory, WritesNoRegister(("wgmma.mma_async",)), loose=True,
+    _row("wgmma", "", OrdersMemory, WritesNoRegister(unless=("wgmma.mma_async",)), loose=True,
          latency="tensor", shape="{d}, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b[, "
          "imm-trans-a, imm-trans-b] | n"),
     _row("mma", "", loose=True, latency="tensor", shape="{d}, {a}, {b}, {c}"),
-    _row("wmma", "", MemoryAccess("fragment"), WritesNoRegister(("wmma.load", "wmma.mma")),
-         loose=True, latency="tensor"),
-    _row("ldmatrix", "", MemoryAccess("load", shared_only=True), loose=True, latency="memory",
-         shape="{d}, [a]"),
-    _row("stmatrix", "", MemoryAccess("store", shared_only=True), _NODEF, loose=True,
+    _row("wmma", "", MemoryAccess(direction="fragment"),
+         WritesNoRegister(unless=("wmma.load", "wmma.mma")), loose=True, latency="tensor"),
+    _row("ldmatrix", "", MemoryAccess(direction="load", shared_only=True), loose=True,
+         latency="memory", shape="{d}, [a]"),
+    _row("stmatrix", "", MemoryAccess(direction="store", shared_only=True), _NODEF, loose=True,
          latency="memory", shape="[a], {b}"),
     _row("movmatrix", "", loose=True, shape="d, a"),
-    _row("multimem", "", _ATOMIC, WritesNoRegister(("multimem.ld_reduce",)), loose=True,
+    _row("multimem", "", _ATOMIC, WritesNoRegister(unless=("multimem.ld_reduce",)), loose=True,
          latency="memory"),
     _row("createpolicy", "", loose=True),
     _row("clusterlaunchcontrol", "", loose=True),
@@ -466,7 +470,7 @@ def families_with(trait) -> tuple:
 
 
 # -- parsed opcodes ----------------------------------------------------------------------------
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Opcode:
     """A dotted opcode parsed once: ``family``, ``parts`` (every token after it), the
     ``modifiers`` (tokens that are no type name) and ``types`` (those that are), the vector
@@ -520,4 +524,5 @@ def _parse(text: str) -> Opcode:
     row = FAMILIES.get(family)
     nodef = row.get(WritesNoRegister) if row is not None else None
     no_def = nodef is not None and nodef.applies(text, modifiers)
-    return Opcode(text, family, parts, modifiers, types, vector, space, row, no_def)
+    return Opcode(text=text, family=family, parts=parts, modifiers=modifiers, types=types,
+                  vector=vector, space=space, info=row, no_def=no_def)

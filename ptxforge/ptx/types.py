@@ -46,7 +46,7 @@ class Kind(enum.Enum):
     FLOAT = "float"
 
 
-@attrs.frozen(slots=True, cache_hash=True)  # hashed with every Register: keep it once
+@attrs.frozen(slots=True, kw_only=True, cache_hash=True)  # hashed with every Register: keep it once
 class RegClass:
     """A register file namespace: one prefix, one declaration, one width.
 
@@ -68,20 +68,20 @@ class RegClass:
 # One class per (kind of storage, width).  Floating-point values get their own prefixes to keep
 # emitted PTX readable; 8-bit and half types live in 16-bit registers (PTX has no 8-bit
 # arithmetic, and nvcc keeps .f16/.bf16 in .b16 registers).
-_CLASS_PRED = RegClass("pred", "%p", "pred", 1, 1, True)
-_CLASS_B16 = RegClass("b16", "%rs", "b16", 16, 1)
-_CLASS_B32 = RegClass("b32", "%r", "b32", 32, 1)
-_CLASS_B64 = RegClass("b64", "%rd", "b64", 64, 2)
-_CLASS_B128 = RegClass("b128", "%rq", "b128", 128, 4)
-_CLASS_F32 = RegClass("f32", "%f", "f32", 32, 1)
-_CLASS_F64 = RegClass("f64", "%fd", "f64", 64, 2)
+_CLASS_PRED = RegClass(name="pred", prefix="%p", decl="pred", bits=1, units=1, is_pred=True)
+_CLASS_B16 = RegClass(name="b16", prefix="%rs", decl="b16", bits=16, units=1)
+_CLASS_B32 = RegClass(name="b32", prefix="%r", decl="b32", bits=32, units=1)
+_CLASS_B64 = RegClass(name="b64", prefix="%rd", decl="b64", bits=64, units=2)
+_CLASS_B128 = RegClass(name="b128", prefix="%rq", decl="b128", bits=128, units=4)
+_CLASS_F32 = RegClass(name="f32", prefix="%f", decl="f32", bits=32, units=1)
+_CLASS_F64 = RegClass(name="f64", prefix="%fd", decl="f64", bits=64, units=2)
 
 REG_CLASSES: tuple[RegClass, ...] = (
     _CLASS_PRED, _CLASS_B16, _CLASS_B32, _CLASS_B64, _CLASS_B128, _CLASS_F32, _CLASS_F64,
 )
 
 
-@attrs.frozen(slots=True, repr=False, cache_hash=True)  # hashed with every Register
+@attrs.frozen(slots=True, kw_only=True, repr=False, cache_hash=True)  # hashed with every Register
 class PtxType:
     """A PTX fundamental type such as ``.f32``; compare with ``is`` or ``==``."""
 
@@ -149,7 +149,7 @@ _REGISTRY: dict[str, PtxType] = {}
 
 
 def _t(name: str, bits: int, kind: Kind, cls: RegClass, lanes: int = 1) -> PtxType:
-    t = PtxType(name, bits, kind, cls, lanes)
+    t = PtxType(name=name, bits=bits, kind=kind, reg_class=cls, lanes=lanes)
     _REGISTRY[name] = t
     return t
 

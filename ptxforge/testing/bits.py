@@ -39,7 +39,7 @@ def _prmt(ty: T.PtxType, mode):
             sel = (p[2] * 0x1357) & 0xFFFF if mode is None else p[2] % 4
         ctx.add(ctx.kb.prmt(ctx.get(ty, p[0]), ctx.src(ty, p[1]), sel, mode=mode, pred=guard))
 
-    return Entry(".".join(x for x in ("prmt", mode, ty.name) if x), "def", run)
+    return Entry(key=".".join(x for x in ("prmt", mode, ty.name) if x), kind="def", run=run)
 
 
 def _lop3(ty: T.PtxType, callable_lut: bool):
@@ -48,7 +48,7 @@ def _lop3(ty: T.PtxType, callable_lut: bool):
         ctx.add(ctx.kb.lop3(ctx.get(ty, p[0]), ctx.src(ty, p[1]), ctx.get(ty, p[2]), lut,
                             pred=guard))
 
-    return Entry(f"lop3{'.fn' if callable_lut else ''}.{ty.name}", "def", run)
+    return Entry(key=f"lop3{'.fn' if callable_lut else ''}.{ty.name}", kind="def", run=run)
 
 
 def _shf(direction: str, mode: str, ty: T.PtxType):
@@ -57,7 +57,7 @@ def _shf(direction: str, mode: str, ty: T.PtxType):
         ctx.add(fn(ctx.get(ty, p[0]), ctx.src(ty, p[1]), _amount(ctx, p[2], mode), mode=mode,
                    pred=guard))
 
-    return Entry(f"shf.{direction}.{mode}.{ty.name}", "def", run)
+    return Entry(key=f"shf.{direction}.{mode}.{ty.name}", kind="def", run=run)
 
 
 def _dot(family: str, mode, at: T.PtxType, bt: T.PtxType, inplace: bool = False):
@@ -73,7 +73,7 @@ def _dot(family: str, mode, at: T.PtxType, bt: T.PtxType, inplace: bool = False)
                                         pred=guard))
 
     key = ".".join(x for x in ("i" + family if inplace else family, mode, at.name, bt.name) if x)
-    return Entry(key, "inplace" if inplace else "def", run)
+    return Entry(key=key, kind="inplace" if inplace else "def", run=run)
 
 
 def _simple(family: str, ty: T.PtxType, arity: int, suffix: str = "", **kw):
@@ -82,7 +82,7 @@ def _simple(family: str, ty: T.PtxType, arity: int, suffix: str = "", **kw):
         srcs = [ctx.get(ty, p[0])] + [ctx.src(ty, p[k]) for k in range(1, arity)]
         ctx.add(getattr(ctx.kb, family)(*srcs, pred=guard, **kw))
 
-    return Entry(".".join(x for x in (family, suffix, ty.name) if x), "def", run)
+    return Entry(key=".".join(x for x in (family, suffix, ty.name) if x), kind="def", run=run)
 
 
 def _inplace(family: str, ty: T.PtxType, **kw):
@@ -90,14 +90,14 @@ def _inplace(family: str, ty: T.PtxType, **kw):
         getattr(ctx.kb, "i" + family)(ctx.get(ty, p[0], writable=True), ctx.get(ty, p[1]),
                                       ctx.src(ty, p[2]), pred=guard, **kw)
 
-    return Entry(f"i{family}.{ty.name}", "inplace", run)
+    return Entry(key=f"i{family}.{ty.name}", kind="inplace", run=run)
 
 
 def _bfind(ty: T.PtxType, shiftamt: bool):
     def run(ctx, p, guard):
         ctx.add(ctx.kb.bfind(ctx.get(ty, p[0]), shiftamt=shiftamt, pred=guard))
 
-    return Entry(f"bfind{'.shiftamt' if shiftamt else ''}.{ty.name}", "def", run)
+    return Entry(key=f"bfind{'.shiftamt' if shiftamt else ''}.{ty.name}", kind="def", run=run)
 
 
 def _fns(ctx, p, guard):
@@ -110,7 +110,7 @@ def _szext(mode: str, ty: T.PtxType):
     def run(ctx, p, guard):
         ctx.add(ctx.kb.szext(ctx.get(ty, p[0]), _amount(ctx, p[1], mode), mode=mode, pred=guard))
 
-    return Entry(f"szext.{mode}.{ty.name}", "def", run)
+    return Entry(key=f"szext.{mode}.{ty.name}", kind="def", run=run)
 
 
 def _bmsk(mode: str):
@@ -118,14 +118,14 @@ def _bmsk(mode: str):
         ctx.add(ctx.kb.bmsk(_amount(ctx, p[0], mode), _amount(ctx, p[1], mode), mode=mode,
                             pred=guard))
 
-    return Entry(f"bmsk.{mode}.b32", "def", run)
+    return Entry(key=f"bmsk.{mode}.b32", kind="def", run=run)
 
 
 def _testp(cls: str, ty: T.PtxType):
     def run(ctx, p, guard):
         ctx.add(ctx.kb.testp(cls, ctx.get(ty, p[0]), pred=guard))
 
-    return Entry(f"testp.{cls}.{ty.name}", "def", run)
+    return Entry(key=f"testp.{cls}.{ty.name}", kind="def", run=run)
 
 
 def bit_entries() -> list:
@@ -140,7 +140,7 @@ def bit_entries() -> list:
     out += [_simple("sad", ty, 3) for ty in _INTS]
     out += [_inplace("sad", ty) for ty in (T.u32, T.s64)]
     out += [_bfind(ty, s) for ty in _I32 + _I64 for s in (False, True)]
-    out.append(Entry("fns.b32", "def", _fns))
+    out.append(Entry(key="fns.b32", kind="def", run=_fns))
     for ty in _I32:
         for m in ("lo", "hi"):
             out += [_simple("mul24", ty, 2, m, mode=m), _simple("mad24", ty, 3, m, mode=m)]

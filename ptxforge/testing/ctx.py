@@ -19,7 +19,7 @@ __all__ = ["Entry", "KINDS", "REGION_MEM", "REGION_SINK", "REGION_EXTRA"]
 KINDS = ("def", "inplace", "nodef")
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Entry:
     """One op form: its key (``"add.f32"``), how it writes registers, and its interpreter."""
 

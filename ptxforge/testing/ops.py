@@ -47,7 +47,7 @@ _ENTRIES: list = []
 
 def _entry(key: str, kind: str = "def"):
     def deco(fn):
-        _ENTRIES.append(Entry(key, kind, fn))
+        _ENTRIES.append(Entry(key=key, kind=kind, run=fn))
         return fn
     return deco
 
@@ -71,7 +71,7 @@ def _arith(family: str, ty: T.PtxType, arity: int, suffix: str = "", **kw) -> No
                 srcs.append(ctx.src(ty, p[k % 4]))
         ctx.add(meth(ctx.kb, *srcs, pred=guard, **kw))
 
-    _ENTRIES.append(Entry(key, "def", run))
+    _ENTRIES.append(Entry(key=key, kind="def", run=run))
 
 
 def _inplace(family: str, ty: T.PtxType, arity: int) -> None:
@@ -83,7 +83,7 @@ def _inplace(family: str, ty: T.PtxType, arity: int) -> None:
                 for k in range(arity)]
         meth(ctx.kb, dst, *srcs, pred=guard)
 
-    _ENTRIES.append(Entry(f"i{family}.{ty.name}", "inplace", run))
+    _ENTRIES.append(Entry(key=f"i{family}.{ty.name}", kind="inplace", run=run))
 
 
 # simplest first: hypothesis shrinks a sampled key towards the first entry
@@ -177,7 +177,7 @@ def _carry(kind: str, ty: T.PtxType) -> None:
                                     cc=k < length - 1, pred=guard))
         ctx.add(tuple(outs))
 
-    _ENTRIES.append(Entry(f"carry.{kind}.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"carry.{kind}.{ty.name}", kind="def", run=run))
 
 
 for _ty in (T.u32, T.u64, T.s32, T.s64):
@@ -200,7 +200,7 @@ def _setp(ty: T.PtxType, form: str) -> None:
         else:
             ctx.add(ctx.kb.setp(cmp, a, b, ftz=(ty is T.f32 and p[3] % 2 == 1), pred=guard))
 
-    _ENTRIES.append(Entry(f"setp.{form}.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"setp.{form}.{ty.name}", kind="def", run=run))
 
 
 for _ty in _BITS + _INTS + _F + (T.f16, T.bf16):
@@ -214,7 +214,7 @@ def _selp(ty: T.PtxType) -> None:
     def run(ctx, p, guard):
         ctx.add(ctx.kb.selp(ctx.get(ty, p[0]), ctx.src(ty, p[1]), ctx.get(T.pred, p[2]), pred=guard))
 
-    _ENTRIES.append(Entry(f"selp.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"selp.{ty.name}", kind="def", run=run))
 
 
 for _ty in _BITS + _INTS + _F + _HALF:
@@ -245,7 +245,7 @@ def _cvt(to: T.PtxType, src: T.PtxType) -> None:
             out = ctx.kb.cvt(a, to.name, rnd="rni" if src is to else None, pred=guard)
         ctx.add(out)
 
-    _ENTRIES.append(Entry(f"cvt.{to.name}.{src.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"cvt.{to.name}.{src.name}", kind="def", run=run))
 
 
 for _to in _NUMERIC:
@@ -262,9 +262,9 @@ def _mov(ty: T.PtxType) -> None:
         value = (p[0] % 17) * 0.25 - 1.0 if ty.is_float else p[0] % 61
         ctx.add(ctx.kb.mov(value, type=ty.name, pred=guard))
 
-    _ENTRIES.append(Entry(f"mov.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"mov.{ty.name}", kind="def", run=run))
     if ty is not T.b128 and ty is not T.pred:
-        _ENTRIES.append(Entry(f"const.{ty.name}", "def", const))
+        _ENTRIES.append(Entry(key=f"const.{ty.name}", kind="def", run=const))
 
 
 for _ty in (T.pred,) + _BITS + _INTS + _F + _HALF + (T.b128,):
@@ -275,7 +275,7 @@ def _assign(ty: T.PtxType) -> None:
     def run(ctx, p, guard):
         ctx.kb.assign(ctx.get(ty, p[0], writable=True), ctx.src(ty, p[1]), pred=guard)
 
-    _ENTRIES.append(Entry(f"assign.{ty.name}", "inplace", run))
+    _ENTRIES.append(Entry(key=f"assign.{ty.name}", kind="inplace", run=run))
 
 
 for _ty in (T.u32, T.f32, T.u64, T.f64, T.pred):
@@ -293,8 +293,8 @@ def _pack(part: T.PtxType, n: int, to: T.PtxType) -> None:
     def unpack(ctx, p, guard):
         ctx.add(ctx.kb.unpack(ctx.get(to, p[0]), n, type=part.name, pred=guard))
 
-    _ENTRIES.append(Entry(f"pack.{to.name}.{n}x{part.name}", "def", run))
-    _ENTRIES.append(Entry(f"unpack.{to.name}.{n}x{part.name}", "def", unpack))
+    _ENTRIES.append(Entry(key=f"pack.{to.name}.{n}x{part.name}", kind="def", run=run))
+    _ENTRIES.append(Entry(key=f"unpack.{to.name}.{n}x{part.name}", kind="def", run=unpack))
 
 
 for _row in _PACKS:
@@ -310,7 +310,8 @@ def _ld(ty: T.PtxType, vec: int) -> None:
                         volatile=flag == 1, nc=flag == 2, pred=guard)
         ctx.add(out)
 
-    _ENTRIES.append(Entry(f"ld{'.v%d' % vec if vec > 1 else ''}.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"ld{'.v%d' % vec if vec > 1 else ''}.{ty.name}", kind="def",
+                          run=run))
 
 
 def _st(ty: T.PtxType, vec: int) -> None:
@@ -321,7 +322,8 @@ def _st(ty: T.PtxType, vec: int) -> None:
         ctx.kb.st(ctx.ptr, vals if vec > 1 else vals[0], type=ty.name, space="global",
                   offset=ctx.offset(p[0]), volatile=p[3] % 4 == 1, pred=guard)
 
-    _ENTRIES.append(Entry(f"st{'.v%d' % vec if vec > 1 else ''}.{ty.name}", "nodef", run))
+    _ENTRIES.append(Entry(key=f"st{'.v%d' % vec if vec > 1 else ''}.{ty.name}", kind="nodef",
+                          run=run))
 
 
 for _ty in _MEM:
@@ -352,9 +354,9 @@ def _array_ops(space: str, ty: T.PtxType) -> None:
         ctx.kb.st(q, ctx.get(ty, p[1]), pred=guard)
         ctx.add(ctx.kb.ld(q, offset=size * (p[2] % 4), pred=guard))
 
-    _ENTRIES.append(Entry(f"{space}.st.{ty.name}", "nodef", st))
-    _ENTRIES.append(Entry(f"{space}.ld.{ty.name}", "def", ld))
-    _ENTRIES.append(Entry(f"{space}.ptr.{ty.name}", "def", ptr))
+    _ENTRIES.append(Entry(key=f"{space}.st.{ty.name}", kind="nodef", run=st))
+    _ENTRIES.append(Entry(key=f"{space}.ld.{ty.name}", kind="def", run=ld))
+    _ENTRIES.append(Entry(key=f"{space}.ptr.{ty.name}", kind="def", run=ptr))
 
 
 for _space in ("shared", "local"):
@@ -419,8 +421,9 @@ def _atomic(family: str, op: str, ty: T.PtxType, space: str) -> None:
         else:
             kb.red(op, addr, val, type=ty.name, sem=sem_scope[0], scope=sem_scope[1], pred=guard, **kw)
 
-    _ENTRIES.append(Entry(f"{family}.{space}.{op}.{ty.name}", "def" if family == "atom" else "nodef",
-                          run))
+    _ENTRIES.append(Entry(key=f"{family}.{space}.{op}.{ty.name}",
+                          kind="def" if family == "atom" else "nodef",
+                          run=run))
 
 
 for _op, _tys in _ATOM.items():
@@ -457,7 +460,7 @@ def _shfl(mode: str, ty: T.PtxType) -> None:
             fn = getattr(kb, f"shfl_{mode}")
             ctx.add(fn(a, ctx.u32(p[1]), width=(32, 16, 8)[p[2] % 3], pred=guard))
 
-    _ENTRIES.append(Entry(f"shfl.{mode}.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"shfl.{mode}.{ty.name}", kind="def", run=run))
 
 
 for _ty in (T.u32, T.f32, T.s32, T.b32):
@@ -469,7 +472,7 @@ def _vote(mode: str) -> None:
     def run(ctx, p, guard):
         ctx.add(ctx.kb.vote_sync(mode, ctx.get(T.pred, p[0]), pred=guard))
 
-    _ENTRIES.append(Entry(f"vote.{mode}", "def", run))
+    _ENTRIES.append(Entry(key=f"vote.{mode}", kind="def", run=run))
 
 
 for _mode in ("all", "any", "uni", "ballot"):
@@ -485,7 +488,7 @@ def _redux(op: str, ty: T.PtxType) -> None:
     def run(ctx, p, guard):
         ctx.add(ctx.kb.redux_sync(op, ctx.get(ty, p[0]), pred=guard))
 
-    _ENTRIES.append(Entry(f"redux.{op}.{ty.name}", "def", run))
+    _ENTRIES.append(Entry(key=f"redux.{op}.{ty.name}", kind="def", run=run))
 
 
 for _op in ("add", "min", "max", "and", "or", "xor"):
@@ -497,7 +500,7 @@ def _special(name: str) -> None:
     def run(ctx, p, guard):
         ctx.add(ctx.kb.special(name))
 
-    _ENTRIES.append(Entry(f"special.{name}", "def", run))
+    _ENTRIES.append(Entry(key=f"special.{name}", kind="def", run=run))
 
 
 for _name in SPECIAL_REGISTERS:

@@ -64,7 +64,7 @@ _DIRECTIVES = ((), ((".maxntid", (256, 1, 1)),), ((".reqntid", (128, 1, 1)),),
                ((".maxnreg", (64,)),), ((".minnctapersm", (2,)), (".maxntid", (256, 1, 1))))
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class FuncRecipe:
     """A ``.func``: parameter and return type names, and its steps.  It also receives the
     kernel's data pointer as a last ``.u64`` parameter."""
@@ -74,7 +74,7 @@ class FuncRecipe:
     steps: tuple = ()
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class KernelRecipe:
     """An ``.entry`` kernel: its steps, a performance-directive choice (0: none), and
     ``live_across``: None, or k extra ``.f32`` values loaded before a ``bar.sync`` at the
@@ -85,7 +85,7 @@ class KernelRecipe:
     live_across: Optional[int] = None
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class ModuleRecipe:
     """A module: target, device functions, kernels (at least one)."""
 
@@ -204,7 +204,8 @@ def build_module(recipe: ModuleRecipe):
     Example::
 
         >>> from ptxforge.testing.strategies import ModuleRecipe, KernelRecipe, build_module
-        >>> r = ModuleRecipe("sm_80", (), (KernelRecipe((("op", "add.f32", (0, 1, 2, 3), None),)),))
+        >>> k = KernelRecipe(steps=(("op", "add.f32", (0, 1, 2, 3), None),))
+        >>> r = ModuleRecipe(target="sm_80", kernels=(k,))
         >>> [k.name for k in build_module(r).kernels]
         ['k0']
     """

@@ -50,7 +50,8 @@ def _mma(shape: str, atype: str, dtype: str, inplace: bool) -> Entry:
             ctx.add(tuple(ctx.kb.mma(a, b, c, shape=shape, atype=atype, dtype=dtype, pred=guard)))
 
     prefix = "imma" if inplace else "mma"
-    return Entry(f"{prefix}.{shape}.{dtype}.{atype}", "inplace" if inplace else "def", run)
+    return Entry(key=f"{prefix}.{shape}.{dtype}.{atype}", kind="inplace" if inplace else "def",
+                 run=run)
 
 
 def _ldmatrix(num: int, trans: bool) -> Entry:
@@ -59,7 +60,7 @@ def _ldmatrix(num: int, trans: bool) -> Entry:
         tile = kb.address_of(ctx.array("shared", T.b16))
         ctx.add(tuple(kb.ldmatrix(tile, num, trans=trans, offset=16 * (p[0] % 4), pred=guard)))
 
-    return Entry(f"ldmatrix.x{num}{'.trans' if trans else ''}", "def", run)
+    return Entry(key=f"ldmatrix.x{num}{'.trans' if trans else ''}", kind="def", run=run)
 
 
 def _stmatrix(num: int, trans: bool) -> Entry:
@@ -69,7 +70,7 @@ def _stmatrix(num: int, trans: bool) -> Entry:
         kb.stmatrix(tile, _distinct(ctx, T.b32, num, p[0]), trans=trans,
                     offset=16 * (p[1] % 4), pred=guard)
 
-    return Entry(f"stmatrix.x{num}{'.trans' if trans else ''}", "nodef", run)
+    return Entry(key=f"stmatrix.x{num}{'.trans' if trans else ''}", kind="nodef", run=run)
 
 
 def _cp_async(size: int, cache: str) -> Entry:
@@ -82,7 +83,7 @@ def _cp_async(size: int, cache: str) -> Entry:
             kb.cp_async_commit()
             kb.cp_async_wait(p[1] % 2)
 
-    return Entry(f"cp.async.{cache}.{size}", "nodef", run)
+    return Entry(key=f"cp.async.{cache}.{size}", kind="nodef", run=run)
 
 
 def _cp_async_bulk(direction: str) -> Entry:
@@ -98,7 +99,7 @@ def _cp_async_bulk(direction: str) -> Entry:
             kb.cp_async_bulk_commit()
             kb.cp_async_bulk_wait(p[1] % 2)
 
-    return Entry(f"cp.async.bulk.{direction}", "nodef", run)
+    return Entry(key=f"cp.async.bulk.{direction}", kind="nodef", run=run)
 
 
 def _wgmma(n: int, atype: str) -> Entry:
@@ -114,7 +115,7 @@ def _wgmma(n: int, atype: str) -> Entry:
         kb.wgmma_commit()
         kb.wgmma_wait(p[3] % 2)
 
-    return Entry(f"wgmma.m64n{n}.{atype}", "inplace", run)
+    return Entry(key=f"wgmma.m64n{n}.{atype}", kind="inplace", run=run)
 
 
 def _setmaxnreg(ctx, p, guard):
@@ -131,5 +132,5 @@ def tensor_entries() -> list:
     out += [_stmatrix(num, trans) for num in (1, 2, 4) for trans in (False, True)]
     out += [_cp_async_bulk("g2s"), _cp_async_bulk("s2g")]
     out += [_wgmma(8, "f16"), _wgmma(16, "bf16"), _wgmma(8, "tf32")]
-    out.append(Entry("setmaxnreg", "nodef", _setmaxnreg))
+    out.append(Entry(key="setmaxnreg", kind="nodef", run=_setmaxnreg))
     return out

@@ -70,7 +70,10 @@ def test_max_clique_on_a_non_chordal_graph():
     g.add_edge("%r1", "%r5")
     g.add_edge("%r2", "%r5")
     nx.set_node_attributes(g, {n: {"reg_class": "b32", "units": 1} for n in g})
-    ig = InterferenceGraph(g, (ClassScope("b32", "full", None, 5, 6, 6, 3, 0),), 100, {"b32": ("%r1", "%r2")})
+    scope = ClassScope(reg_class="b32", scope="full", window=None, nodes=5, edges=6,
+                       estimated_edges=6, peak=3, peak_index=0)
+    ig = InterferenceGraph(graph=g, scopes=(scope,), max_edges=100,
+                           peak_cliques={"b32": ("%r1", "%r2")})
     exact = max_clique(ig, "b32")
     assert (exact.nodes, exact.weight, exact.exact, exact.method) == \
         (("%r1", "%r2", "%r5"), 3, True, "branch-and-bound")

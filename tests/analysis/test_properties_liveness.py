@@ -62,7 +62,8 @@ def footprints(kernel: ir.Kernel, pred: bool = False) -> list:
 
 
 @given(modules("sm_80", **_SHAPE))
-@example(generated(ModuleRecipe("sm_80", (), (KernelRecipe((("op", "fma.f64", (0, 1, 2, 3), None),)),))))
+@example(generated(ModuleRecipe(target="sm_80", funcs=(), kernels=(
+    KernelRecipe(steps=(("op", "fma.f64", (0, 1, 2, 3), None),)),))))
 def test_peak_is_at_least_every_instruction_footprint(gen):
     for kernel in gen.module.kernels:
         lv = analyze_liveness(kernel)
@@ -106,7 +107,7 @@ def test_adding_a_use_at_the_end_never_lowers_pressure(gen, pick):
 
 
 @given(modules("sm_80", ssa_only=True, **_SHAPE))
-@example(generated(ModuleRecipe("sm_80", (), (KernelRecipe((
+@example(generated(ModuleRecipe(target="sm_80", funcs=(), kernels=(KernelRecipe(steps=(
     ("if", 0, False, (("op", "add.f32", (0, 1, 2, 3), None),), (("op", "mul.f32", (1, 2, 3, 4), None),)),
     ("op", "unpack.b128.4xu32", (0, 0, 0, 0), None))),))))
 def test_ssa_smallest_last_colouring_is_valid_and_optimal(gen):
@@ -134,7 +135,9 @@ def test_estimate_and_ptxas_rise_together_on_controlled_pairs(recipe, k):
     stored after one at the end): the estimate rises by exactly k; for k >= 8 ptxas's
     register count rises too.  Base and variant are compiled in one ptxas call."""
     steps = recipe.kernels[0].steps
-    pair = ModuleRecipe("sm_80", (), (KernelRecipe(steps, 0, 0), KernelRecipe(steps, 0, k)))
+    pair = ModuleRecipe(target="sm_80", funcs=(),
+                        kernels=(KernelRecipe(steps=steps, directives=0, live_across=0),
+                                 KernelRecipe(steps=steps, directives=0, live_across=k)))
     gen = generated(pair)
     base, variant = gen.module.kernels
     est = [analyze_pressure(kern).peak.units for kern in (base, variant)]

@@ -37,13 +37,13 @@ def _accepts(gen, target: str, backend: str) -> None:
 
 
 @given(modules("sm_80", **_SHAPE))
-@example(generated(ModuleRecipe("sm_80", (), (KernelRecipe(()),))))
+@example(generated(ModuleRecipe(target="sm_80", funcs=(), kernels=(KernelRecipe(steps=()),))))
 def test_ptxas_accepts_generated_sm80(gen):
     _accepts(gen, "sm_80", "nvjitlink")
 
 
 @given(modules("sm_90", **_SHAPE))
-@example(generated(ModuleRecipe("sm_90", (), (KernelRecipe((
+@example(generated(ModuleRecipe(target="sm_90", funcs=(), kernels=(KernelRecipe(steps=(
     ("loop", 1, 0, (("op", "add.bf16", (0, 1, 2, 3), None),)),
     ("if", 3, True, (("op", "atom.global.add.bf16x2", (0, 0, 0, 0), 4),), None))),))))
 def test_ptxas_accepts_generated_sm90(gen):
@@ -81,10 +81,12 @@ def test_catalogue_covers_every_op_family():
         families.add(key.split(".")[0])
     emitted = set()
     for key in op_keys("sm_90a"):
-        recipe = ModuleRecipe("sm_90a", (), (KernelRecipe((("op", key, (0, 1, 2, 3), None),)),))
+        kernel = KernelRecipe(steps=(("op", key, (0, 1, 2, 3), None),))
+        recipe = ModuleRecipe(target="sm_90a", funcs=(), kernels=(kernel,))
         for k in generated(recipe).module.kernels:
             emitted.update(i.family for i in k.instructions)
-    recipe = ModuleRecipe("sm_90a", (FuncRecipe(("f32",), ("f32",), ()),), (KernelRecipe((
+    func = FuncRecipe(params=("f32",), returns=("f32",), steps=())
+    recipe = ModuleRecipe(target="sm_90a", funcs=(func,), kernels=(KernelRecipe(steps=(
         ("if", 0, False, (("op", "call", (0, 0, 0, 0), None),), ()),)),))
     emitted.update(i.family for k in generated(recipe).module.kernels for i in k.instructions)
     missing = set(isa.OPS) - emitted - {"exit"}   # exit: the generator never ends threads early

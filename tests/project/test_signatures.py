@@ -46,26 +46,6 @@ TOO_MANY_PENDING = {
 #: the opcode table, the layout), to be made keyword-only there.
 POSITIONAL_MODULES = {
     "ptxforge.ptx.ir": "IR nodes, built positionally everywhere",
-    "ptxforge.ptx.isa": "the opcode table (issue 23 item 1)",
-    "ptxforge.ptx.types": "interned types",
-    "ptxforge.ptx.directives": "PTX directive records (issue 23 item 1)",
-    "ptxforge.analysis.attribution": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.cfg": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.interference": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.liveness.result": "Liveness (issue 23 item 5)",
-    "ptxforge.analysis.mix": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.prediction.listsched": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.prediction.model": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.prediction.view": "analysis results (issue 23 item 5)",
-    "ptxforge.analysis.pressure": "analysis results (issue 23 item 5)",
-    "ptxforge.arch.occupancy": "Occupancy, RegisterCliffs",
-    "ptxforge.arch.targets": "the target registry's rows",
-    "ptxforge.dsl.checks": "builder internals (issue 23 item 6)",
-    "ptxforge.dsl.core": "builder internals (issue 23 item 6)",
-    "ptxforge.dsl.tensor": "builder internals (issue 23 item 6)",
-    "ptxforge.emulator.operands": "emulator internals (issue 23 item 6)",
-    "ptxforge.testing.ctx": "hypothesis recipes",
-    "ptxforge.testing.strategies": "hypothesis recipes",
 }
 
 

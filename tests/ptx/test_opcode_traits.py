@@ -38,7 +38,7 @@ def test_memory_access_direction_and_spaces():
         "suld": "load", "st": "store", "stmatrix": "store", "sust": "store", "atom": "atomic",
         "red": "atomic", "sured": "atomic", "multimem": "atomic", "prefetch": "prefetch",
         "prefetchu": "prefetch", "cp": "async", "wmma": "fragment"}
-    assert info("tex").memory == MemoryAccess("load", True, ("tex",))
+    assert info("tex").memory == MemoryAccess(direction="load", texture=True, spaces=("tex",))
     assert info("sust").memory.spaces == ("tex", "global") and info("sust").memory.writes
     assert info("ldmatrix").memory.shared_only and info("ld").memory.reads
     assert not info("cp").memory.reads and not info("cp").memory.writes
@@ -64,10 +64,10 @@ def test_latency_classes():
 def test_operand_shape_is_structure_with_a_text_view():
     assert info("fma").shape == "d, a, b, c"
     assert [s.name for s in info("fma").operands] == ["d", "a", "b", "c"]
-    assert info("st").operands == (OperandSlot("[a]", "address"), OperandSlot("b"))
-    assert info("cp").operands[-1] == OperandSlot("[mbar]", "address", True)
+    assert info("st").operands == (OperandSlot(name="[a]", form="address"), OperandSlot(name="b"))
+    assert info("cp").operands[-1] == OperandSlot(name="[mbar]", form="address", optional=True)
     assert [s.optional for s in info("bar").operands] == [True, True]
-    assert info("bra").operands == (OperandSlot("label", "label"),)
+    assert info("bra").operands == (OperandSlot(name="label", form="label"),)
     assert info("mma").operands[0].form == "vector"
     assert isa.OPS["fma"].shape == "d, a, b, c" and isa.OPS["fma"].info is info("fma")
 
@@ -101,7 +101,7 @@ def test_builder_modifiers_are_table_modifiers(family):
 
 def test_minimum_target_of_a_family():
     """The minimum target of a family (its form-free rule) is the builder table's rule."""
-    assert isa.requirement("lop3") == isa.Requirement(50, (4, 3))
+    assert isa.requirement("lop3") == isa.Requirement(sm=50, ptx=(4, 3))
     assert isa.requirement("wgmma").minimum_target == "sm_90a"
     assert isa.requirement("add") == isa.Requirement()
 

@@ -62,7 +62,7 @@ def test_roundtrip_bit_ops(arch):
     keys = [e.key for e in bit_entries()]
     steps = tuple(("op", key, (k, k + 1, k + 2, k + 3), k if k % 3 == 0 else None)
                   for k, key in enumerate(keys))
-    ptx = generated(ModuleRecipe(arch, (), (KernelRecipe(steps),))).ptx
+    ptx = generated(ModuleRecipe(target=arch, funcs=(), kernels=(KernelRecipe(steps=steps),))).ptx
     module = parse(ptx)
     assert emit(module) == ptx
     families = {i.family for i in module.kernels[0].instructions}

@@ -413,7 +413,7 @@ def _delta_of(j: int, fresh: list, reads: Sequence, live: set, pending: dict, li
     return d
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Schedule:
     """A kernel in list-scheduled order and the most 32-bit units live at once in it."""
 
@@ -465,9 +465,9 @@ def list_schedule(kernel: ir.Kernel, budget: int, stop_at: int | None = None,
             order_of[b] = [seg[i] for i in order]
         peak = max(peak, top)
     if not order_of:  # every block in its own order
-        return Schedule(kernel, peak)
+        return Schedule(kernel=kernel, peak=peak)
     new = [inst for block in blocks
            for inst in order_of.get(block.index, insts[block.start:block.end])]
     it = iter(new)
     body = tuple(next(it) if isinstance(s, ir.Instruction) else s for s in kernel.body or ())
-    return Schedule(attrs.evolve(kernel, body=body), peak)
+    return Schedule(kernel=attrs.evolve(kernel, body=body), peak=peak)

@@ -79,7 +79,7 @@ _KIND_WORDS = {"parameter": "parameters read from the constant bank",
                "widen": "32-to-64-bit widenings"}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Component:
     """One named part of a prediction: registers it adds (negative: takes away) and why."""
 
@@ -91,7 +91,7 @@ class Component:
         return {"name": self.name, "registers": self.registers, "detail": self.detail}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Prediction:
     """The register count ptxas is predicted to report, its band, and what it is made of."""
 
@@ -216,14 +216,16 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                f"occupancy budget ({budget} on {target}) blocks list scheduled for pressure")
     kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
     comps = [
-        Component("ptx live", live_units, "most 32-bit units live at once in the PTX order"),
-        Component("no-register values", folded - live_units,
-                  f"values SASS keeps out of registers ({kinds or 'none'})"),
-        Component("scheduling", scheduled - folded, why),
-        Component("fixed overhead", FIXED_OVERHEAD,
-                  "R1 (the stack pointer) and the 2 the count adds above the highest register"),
-        Component("allocation holes", holes,
-                  "64-bit values in even-aligned pairs, 128-bit in aligned quads, unpacked "
+        Component(name="ptx live", registers=live_units,
+                  detail="most 32-bit units live at once in the PTX order"),
+        Component(name="no-register values", registers=folded - live_units,
+                  detail=f"values SASS keeps out of registers ({kinds or 'none'})"),
+        Component(name="scheduling", registers=scheduled - folded, detail=why),
+        Component(name="fixed overhead", registers=FIXED_OVERHEAD,
+                  detail="R1 (the stack pointer) and the 2 the count adds above the highest "
+                  "register"),
+        Component(name="allocation holes", registers=holes,
+                  detail="64-bit values in even-aligned pairs, 128-bit in aligned quads, unpacked "
                   "low registers (training-split median)"),
     ]
     total = sum(c.registers for c in comps)
@@ -231,15 +233,15 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
     if callees:
         lift = max(0, CALL_FLOOR - total)
         more = ", ..." if len(callees) > 3 else ""
-        comps.append(Component("call ABI", lift,
-                               f"calls {', '.join(callees[:3])}{more}: the calling "
+        comps.append(Component(name="call ABI", registers=lift,
+                               detail=f"calls {', '.join(callees[:3])}{more}: the calling "
                                f"convention gives at least {CALL_FLOOR}"))
         total += lift
     if total > REGISTER_LIMIT:
-        comps.append(Component("register limit", REGISTER_LIMIT - total,
-                               f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
+        comps.append(Component(name="register limit", registers=REGISTER_LIMIT - total,
+                               detail=f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
                                "or spills the rest"))
         total = REGISTER_LIMIT
     low = max(1, math.floor(total * BAND[0]))
     high = min(REGISTER_LIMIT, max(total, math.ceil(total * BAND[1])))
-    return Prediction(total, min(low, total), high, tuple(comps))
+    return Prediction(registers=total, low=min(low, total), high=high, components=tuple(comps))

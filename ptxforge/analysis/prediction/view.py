@@ -62,7 +62,7 @@ _MEMORY = frozenset(name for name, row in FAMILIES.items()
                     if row.memory is not None and not row.memory.texture)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class SassView:
     """A kernel rewritten to what SASS holds in registers, and what was folded, by kind."""
 
@@ -223,8 +223,8 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
             plan[dst.name] = ("remat", src) if "address" in uses.get(dst.name, []) \
                 else ("free", None)
         folded[kind] += 1
-    return SassView(attrs.evolve(kernel, body=tuple(_rewrite(body, plan, reads))),
-                    dict(folded))
+    return SassView(kernel=attrs.evolve(kernel, body=tuple(_rewrite(body, plan, reads))),
+                    folded=dict(folded))
 
 
 def _rewrite(body, plan: dict, reads: list):
