@@ -66,7 +66,7 @@ def build(kind: str, depth: int, target: str = TARGET):
         return top
 
     def push(value, p):
-        room = kb.setp("<", sp, depth, combine="and", c=p)        # drop pushes that overflow
+        room = kb.setp("<", sp, depth, combine=("and", p))        # drop pushes that overflow
         if kind == "local":
             kb.st(kb.elem_ptr(base, sp), value, space="local", pred=room)
         else:
@@ -75,7 +75,8 @@ def build(kind: str, depth: int, target: str = TARGET):
             kb.assign(slots[0], value, pred=room)
         kb.iadd(sp, kb.selp(1, 0, room, type="u32"))
 
-    more = lambda: kb.setp(">", sp, 0, combine="and", c=kb.setp("<", steps, MAX_STEPS))  # noqa: E731
+    more = lambda: kb.setp(">", sp, 0,  # noqa: E731
+                           combine=("and", kb.setp("<", steps, MAX_STEPS)))
     with kb.while_(more):
         kb.iadd(steps, 1)
         node = pop()
@@ -86,7 +87,7 @@ def build(kind: str, depth: int, target: str = TARGET):
         for c in range(CHILDREN):
             child = kb.add(first, c)
             t = kb.mul(kb.sub(kb.cvt(child, "f32"), ox), inv_dx)
-            inside = kb.setp(">=", t, tmin, combine="and", c=kb.setp("<=", t, tmax))
+            inside = kb.setp(">=", t, tmin, combine=("and", kb.setp("<=", t, tmax)))
             bit = kb.setp("!=", kb.and_(mask, 1 << c, type="b32"), 0, type="b32")
             push(child, kb.and_(inside, bit))
     kb.st(kb.elem_ptr(hits, kb.mul(i, 2)), (found, steps))

@@ -303,11 +303,11 @@ class ArithOps(_Core):
 
     # -- compare and select -------------------------------------------------------------
 
-    def setp(self, cmp: str, a, b, *, type=None, combine: Optional[str] = None, c=None,
+    def setp(self, cmp: str, a, b, *, type=None, combine: Optional[tuple] = None,
              both: bool = False, ftz: bool = False, pred=None):
         """``setp.cmp[.combine].type``: p = a cmp b (``cmp`` a PTX name or one of
-        ``< <= == != >= >``); with ``combine='and'|'or'|'xor'`` and a
-        predicate ``c`` (or ``ir.Negated(c)``): p = (a cmp b) op c; with ``both=True`` returns
+        ``< <= == != >= >``); with ``combine=(op, c)``, ``op`` ``'and'|'or'|'xor'`` and ``c`` a
+        predicate (or ``ir.Negated(c)``): p = (a cmp b) op c; with ``both=True`` returns
         ``(p, q)`` where q is the complement (``p|q``).
 
         Example: ``in_range = kb.setp("lt", i, n)``
@@ -330,10 +330,13 @@ class ArithOps(_Core):
                         f"{ty.ptx}, or compare as type='u{ty.bits}'")
             raise BuildError(f"setp: comparison {cmp!r} is not valid for {ty.ptx}; valid: "
                              f"{', '.join(valid)} (or < <= == != >= >){hint}{_where(loc)}")
-        if (combine is None) != (c is None):
-            raise BuildError(f"setp: combine= and c= go together{_where(loc)}")
-        if combine is not None and combine not in ("and", "or", "xor"):
-            raise BuildError(f"setp: combine must be 'and', 'or' or 'xor', got {combine!r}{_where(loc)}")
+        c, how = None, None
+        if combine is not None:
+            if not (isinstance(combine, tuple) and len(combine) == 2
+                    and combine[0] in ("and", "or", "xor")):
+                raise BuildError(f"setp: combine must be ('and'|'or'|'xor', predicate), got "
+                                 f"{combine!r}{_where(loc)}")
+            how, c = combine
         if ftz and ty is not T.f32:
             raise BuildError(f"setp: .ftz applies to .f32 only, not {ty.ptx}{_where(loc)}")
         if both and ty.bits == 16 and ty.is_float:
@@ -343,7 +346,7 @@ class ArithOps(_Core):
             srcs.append(self._pred_src("setp", c, loc))
         p = self._new(T.pred, loc)
         dest, q = self._with_pred_result(p, both, loc)
-        opcode = _opcode("setp", ty, (cmp, combine, "ftz" if ftz else ""))
+        opcode = _opcode("setp", ty, (cmp, how, "ftz" if ftz else ""))
         self._emit(opcode, (dest, *srcs), 1, loc, pred, "setp")
         return (p, q) if both else p
 

@@ -34,6 +34,27 @@ _ATOM_TYPES = {
 }
 
 
+
+#: The memory-ordering words of atom/red (PTX ISA 9.7.13.5): semantics, then scope.
+_SEMANTICS = {"atom": ("relaxed", "acquire", "release", "acq_rel"), "red": ("relaxed", "release")}
+_SCOPES = ("cta", "gpu", "sys")
+
+
+def _memory_order(family: str, order: Optional[str], loc) -> tuple:
+    """``(sem, scope)`` (either None) from an ``order=`` such as ``"relaxed.gpu"`` or ``"cta"``."""
+    if order is None:
+        return None, None
+    words = order.split(".") if isinstance(order, str) else [order]
+    sem = words[0] if words[0] in _SEMANTICS[family] else None
+    rest = words[1:] if sem is not None else words
+    scope = rest[0] if len(rest) == 1 and rest[0] in _SCOPES else None
+    if len(rest) != (scope is not None):
+        raise BuildError(f"{family}: order must be a semantics ({', '.join(_SEMANTICS[family])}), "
+                         f"a scope ({', '.join(_SCOPES)}) or 'sem.scope', got {order!r}"
+                         f"{_where(loc)}")
+    return sem, scope
+
+
 class MemoryOps(ArithOps):
     """Mixin: parameters, memory, synchronisation, warp-level and special-register ops."""
 
@@ -338,9 +359,15 @@ class MemoryOps(ArithOps):
 
     # -- atomics ------------------------------------------------------------------------
 
-    def _atomic(self, family, op, addr, value, compare, type, space, offset, sem, scope, pred):
+    def _atomic(self, family, op, addr, value, type, space, offset, order, pred):
         """Shared checking for atom/red; returns (opcode, operands-after-dest, value type)."""
         loc = caller_loc()
+        sem, scope = _memory_order(family, order, loc)
+        compare = None
+        if op == "cas":
+            if not (isinstance(value, tuple) and len(value) == 2):
+                raise BuildError(f"atom.cas takes value=(compare, new), got {value!r}{_where(loc)}")
+            compare, value = value
         if op not in _ATOM_TYPES or (family == "red" and op in ("exch", "cas")):
             valid = [k for k in _ATOM_TYPES if family == "atom" or k not in ("exch", "cas")]
             raise BuildError(f"{family}: unknown operation {op!r}; valid: {', '.join(valid)}"
@@ -357,33 +384,33 @@ class MemoryOps(ArithOps):
                              value if isinstance(value, ir.Register) else ty_reg(ety), loc)
         srcs = []
         if op == "cas":
-            if compare is None:
-                raise BuildError(f"atom.cas needs compare=...{_where(loc)}")
             srcs.append(self._src(f"{family}.{op}", compare, opty, loc))
         srcs.append(self._src(f"{family}.{op}", value, opty, loc))
         noftz = "noftz" if op == "add" and ety.bits <= 32 and ety.is_float and ety is not T.f32 else ""
         opcode = ".".join(m for m in (family, sem, scope, sp, op, noftz, opty.name) if m)
         return opcode, address, srcs, ety, loc
 
-    def atom(self, op: str, addr, value, *, compare=None, type=None, space=None, offset=0,
-             sem: Optional[str] = None, scope: Optional[str] = None, pred=None) -> ir.Register:
-        """``atom.space.op.type``: atomically update ``*addr`` and return the old value.
-        ``op`` is add, min, max, inc, dec, exch, cas (``compare=``), and, or, xor.
+    def atom(self, op: str, addr, value, *, type=None, space=None, offset=0,
+             order: Optional[str] = None, pred=None) -> ir.Register:
+        """``atom[.sem][.scope].space.op.type``: atomically update ``*addr`` and return the old
+        value.  ``op`` is add, min, max, inc, dec, exch, cas (``value=(compare, new)``), and,
+        or, xor; ``order`` is the memory ordering, a semantics (relaxed, acquire, release,
+        acq_rel), a scope (cta, gpu, sys) or both (``"relaxed.gpu"``).
 
         Example: ``old = kb.atom("add", counter_ptr, 1)``
         """
-        opcode, address, srcs, ety, loc = self._atomic("atom", op, addr, value, compare, type,
-                                                       space, offset, sem, scope, pred)
+        opcode, address, srcs, ety, loc = self._atomic("atom", op, addr, value, type, space,
+                                                       offset, order, pred)
         out = self._new(ety, loc)
         self._emit(opcode, (out, address, *srcs), 1, loc, pred, "atom")
         return out
 
     def red(self, op: str, addr, value, *, type=None, space=None, offset=0,
-            sem: Optional[str] = None, scope: Optional[str] = None, pred=None) -> None:
-        """``red.space.op.type``: atomic update with no result. Example:
-        ``kb.red("add", kb.elem_ptr(out, 0), partial)``"""
-        opcode, address, srcs, _, loc = self._atomic("red", op, addr, value, None, type, space,
-                                                     offset, sem, scope, pred)
+            order: Optional[str] = None, pred=None) -> None:
+        """``red[.sem][.scope].space.op.type``: atomic update with no result (``order`` as in
+        :meth:`atom`). Example: ``kb.red("add", kb.elem_ptr(out, 0), partial)``"""
+        opcode, address, srcs, _, loc = self._atomic("red", op, addr, value, type, space,
+                                                     offset, order, pred)
         self._emit(opcode, (address, *srcs), 0, loc, pred, "red")
 
     # -- synchronisation ----------------------------------------------------------------

@@ -22,7 +22,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import attrs
 
@@ -90,6 +90,13 @@ def wgmma_accumulators(n: int, dtype: str = "f32") -> int:
 
 
 _WGMMA_K = {"f16": 16, "bf16": 16, "tf32": 8}
+
+
+def _ab_types(atype) -> tuple:
+    """``(atype, btype)`` from an mma ``atype=``: one type for both, or an (A, B) pair."""
+    if isinstance(atype, tuple) and len(atype) == 2:
+        return atype
+    return atype, None
 
 
 class TensorOps(MemoryOps):
@@ -172,22 +179,26 @@ class TensorOps(MemoryOps):
                             ir.Vector(c_regs)), 1, loc, pred, op)
         return Fragment(regs=d_regs, role="c", shape=shape, type=dtype)
 
-    def mma(self, a, b, c, *, shape: str, atype: str, btype: Optional[str] = None,
-            dtype: Optional[str] = None, satfinite: bool = False, pred=None) -> Fragment:
-        """``mma.sync.aligned.<shape>.row.col``: D = A * B + C into a fresh fragment.
+    def mma(self, a, b, c, *, shape: str, atype: Union[str, tuple], dtype: Optional[str] = None,
+            satfinite: bool = False, pred=None) -> Fragment:
+        """``mma.sync.aligned.<shape>.row.col``: D = A * B + C into a fresh fragment; ``atype``
+        is the A and B type, or ``(atype, btype)`` when they differ (``("u8", "s8")``).
 
         Example: ``d = kb.mma(a, b, c, shape="m16n8k16", atype="f16")``
         """
+        atype, btype = _ab_types(atype)
         return self._mma("mma", a, b, c, shape, atype, btype, dtype, satfinite, None, pred)
 
-    def imma(self, acc, a, b, *, shape: str, atype: str, btype: Optional[str] = None,
-             dtype: Optional[str] = None, satfinite: bool = False, pred=None) -> Fragment:
-        """In-place ``mma.sync``: acc = A * B + acc (the accumulator of a K loop).
+    def imma(self, acc, a, b, *, shape: str, atype: Union[str, tuple], dtype: Optional[str] = None,
+             satfinite: bool = False, pred=None) -> Fragment:
+        """In-place ``mma.sync``: acc = A * B + acc (the accumulator of a K loop); ``atype`` as
+        in :meth:`mma`.
 
         Example: ``kb.imma(acc, a, b, shape="m16n8k16", atype="f16")``
         """
         if dtype is None and isinstance(acc, Fragment):
             dtype = acc.type
+        atype, btype = _ab_types(atype)
         return self._mma("imma", a, b, acc, shape, atype, btype, dtype, satfinite, acc, pred)
 
     # -- ldmatrix / stmatrix ----------------------------------------------------------------
@@ -290,11 +301,12 @@ class TensorOps(MemoryOps):
         return Fragment(regs=regs, role="c", shape=f"m64n{n}k", type=dtype)
 
     def iwgmma(self, acc, a_desc, b_desc, *, n: int, atype: str = "f16", scale_d=1,
-               scale_a: int = 1, scale_b: int = 1, trans_a: int = 0, trans_b: int = 0) -> Fragment:
+               scale_ab: tuple = (1, 1), trans_ab: tuple = (0, 0)) -> Fragment:
         """``wgmma.mma_async.sync.aligned.m64nNk{K}``: acc = A * B + (scale_d ? acc : 0), A and
         B from shared-memory descriptors (:meth:`wgmma_desc`); ``scale_d`` is 0, 1 or a
-        predicate (0: acc is only written, which liveness sees).  Asynchronous: fence before,
-        commit and wait after.
+        predicate (0: acc is only written, which liveness sees); ``scale_ab`` (1 or -1 each)
+        and ``trans_ab`` (0 or 1 each) are the immediates for A and B.  Asynchronous: fence
+        before, commit and wait after.
 
         Example: ``kb.iwgmma(acc, da, db, n=64)``
         """
@@ -318,6 +330,11 @@ class TensorOps(MemoryOps):
             sd = ir.Immediate(scale_d, T.pred)
         else:
             sd = self._pred_src("iwgmma", scale_d, loc)
+        if not (isinstance(scale_ab, tuple) and len(scale_ab) == 2
+                and isinstance(trans_ab, tuple) and len(trans_ab) == 2):
+            raise BuildError(f"iwgmma: scale_ab and trans_ab are pairs (A, B), got "
+                             f"{scale_ab!r} and {trans_ab!r}{_where(loc)}")
+        (scale_a, scale_b), (trans_a, trans_b) = scale_ab, trans_ab
         imms = []
         for name, v, ok in (("scale_a", scale_a, (1, -1)), ("scale_b", scale_b, (1, -1)),
                             ("trans_a", trans_a, (0, 1)), ("trans_b", trans_b, (0, 1))):

@@ -194,7 +194,7 @@ def _setp(ty: T.PtxType, form: str) -> None:
         a, b = ctx.get(ty, p[0]), ctx.src(ty, p[1])
         if form == "combine":
             c = ctx.get(T.pred, p[3])
-            ctx.add(ctx.kb.setp(cmp, a, b, combine=("and", "or", "xor")[p[3] % 3], c=c, pred=guard))
+            ctx.add(ctx.kb.setp(cmp, a, b, combine=(("and", "or", "xor")[p[3] % 3], c), pred=guard))
         elif form == "both":
             ctx.add(ctx.kb.setp(cmp, a, b, both=True, pred=guard))
         else:
@@ -408,18 +408,18 @@ def _atomic(family: str, op: str, ty: T.PtxType, space: str) -> None:
             kw = {"offset": _size(ty) * (p[0] % 64)}
         else:
             addr, kw = ctx.ptr, {"space": "global", "offset": ctx.offset(p[0])}
-        sem_scope = ((None, None), ("relaxed", "gpu"), (None, "cta"), ("acq_rel", "sys"))[p[3] % 4]
-        if family == "red" and sem_scope[0] == "acq_rel":
-            sem_scope = ("release", "gpu")
+        order = (None, "relaxed.gpu", "cta", "acq_rel.sys")[p[3] % 4]
+        if family == "red" and order == "acq_rel.sys":
+            order = "release.gpu"
         bitwise = op in ("exch", "cas", "and", "or", "xor")  # .bN: integer immediates only
         operand = ctx.get if bitwise and ty.is_float else ctx.src
         val = operand(ty, p[1])
         if family == "atom":
-            extra = {"compare": operand(ty, p[2])} if op == "cas" else {}
-            ctx.add(kb.atom(op, addr, val, type=ty.name, sem=sem_scope[0], scope=sem_scope[1],
-                            pred=guard, **extra, **kw))
+            if op == "cas":
+                val = (operand(ty, p[2]), val)
+            ctx.add(kb.atom(op, addr, val, type=ty.name, order=order, pred=guard, **kw))
         else:
-            kb.red(op, addr, val, type=ty.name, sem=sem_scope[0], scope=sem_scope[1], pred=guard, **kw)
+            kb.red(op, addr, val, type=ty.name, order=order, pred=guard, **kw)
 
     _ENTRIES.append(Entry(key=f"{family}.{space}.{op}.{ty.name}",
                           kind="def" if family == "atom" else "nodef",

@@ -339,13 +339,14 @@ def module_recipes(target: str = "sm_80", *, allow_control_flow: bool = True,
         return draw(block([max_ops], 0))
 
     ptype = st.sampled_from(_PARAM_TYPES)
-    func = st.builds(FuncRecipe, st.lists(ptype, max_size=3).map(tuple),
-                     st.lists(ptype, max_size=1).map(tuple), steps())
-    kernel = st.builds(KernelRecipe, steps(), st.integers(0, len(_DIRECTIVES) - 1),
-                       st.just(live_across))
-    return st.builds(ModuleRecipe, st.just(target),
-                     st.lists(func, max_size=max_funcs).map(tuple),
-                     st.lists(kernel, min_size=1, max_size=max_kernels).map(tuple))
+    func = st.builds(FuncRecipe, params=st.lists(ptype, max_size=3).map(tuple),
+                     returns=st.lists(ptype, max_size=1).map(tuple), steps=steps())
+    kernel = st.builds(KernelRecipe, steps=steps(),
+                       directives=st.integers(0, len(_DIRECTIVES) - 1),
+                       live_across=st.just(live_across))
+    return st.builds(ModuleRecipe, target=st.just(target),
+                     funcs=st.lists(func, max_size=max_funcs).map(tuple),
+                     kernels=st.lists(kernel, min_size=1, max_size=max_kernels).map(tuple))
 
 
 def modules(target: str = "sm_80", **options):

@@ -287,9 +287,9 @@ def test_mov_selp_setp(ptxas_accepts, arch, ty):
         p, q = kb.setp(cmps[0], a, b), kb.setp(cmps[1], a, b)
     else:
         p, q = kb.setp(cmps[0], a, b, both=True)
-    r = kb.setp(cmps[-1], a, b, combine="and", c=p)
-    kb.setp(cmps[0], a, b, combine="or", c=ir.Negated(q))
-    kb.setp(cmps[0], a, b, combine="xor", c=r)
+    r = kb.setp(cmps[-1], a, b, combine=("and", p))
+    kb.setp(cmps[0], a, b, combine=("or", ir.Negated(q)))
+    kb.setp(cmps[0], a, b, combine=("xor", r))
     expected = [f"setp.{cmp}.{ty.name} {pr.name}" for cmp, pr in zip(cmps, preds)]
     expected += [f".and.{ty.name} {r.name}", f"!{q.name};", ".xor."]
     if ty.bits > 16 or not ty.is_float:
@@ -394,17 +394,17 @@ def test_atom_red_global_shared(ptxas_accepts, arch, op, ty):
         with pytest.raises(UnsupportedError, match="sm_90"):
             kb.atom(op, g, v)
         return
-    extra = {"compare": val(kb, ty, 1)} if op == "cas" else {}
-    old = kb.atom(op, g, v, **extra)
+    value = (val(kb, ty, 1), v) if op == "cas" else v
+    old = kb.atom(op, g, value)
     assert old.type is ty
-    kb.atom(op, sh, v, **extra)
+    kb.atom(op, sh, value)
     expected = [f"atom.global.{op}", f"atom.shared.{op}"]
     if op != "cas" and op != "exch":
         kb.red(op, g, v)
         kb.red(op, kb.elem_ptr(sh, 1), v)
         expected += [f"red.global.{op}", f"red.shared.{op}"]
     if op == "add" and ty is T.u32:
-        kb.atom("add", g, 1, sem="relaxed", scope="gpu")
+        kb.atom("add", g, 1, order="relaxed.gpu")
         expected.append("atom.relaxed.gpu.global.add.u32")
     compile_case(ptxas_accepts, kb, arch, expected)
 

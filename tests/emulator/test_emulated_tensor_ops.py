@@ -114,7 +114,8 @@ def _mma_kernel(shape, atype, btype, dtype, nwarps, satfinite=False):
         return [kb.ld(kb.elem_ptr(p, kb.add(kb.mul(tid, count), j))) for j in range(count)]
 
     a, b, c = regs(pa, na), regs(pb, nb), regs(pc, nc)
-    d = kb.mma(a, b, c, shape=shape, atype=atype, btype=btype, dtype=dtype, satfinite=satfinite)
+    d = kb.mma(a, b, c, shape=shape, atype=(atype, btype or atype), dtype=dtype,
+               satfinite=satfinite)
     for j, r in enumerate(d):
         kb.st(kb.elem_ptr(pd, kb.add(kb.mul(tid, nc), j)), r)
     return load(kb.build(), device="emulator")["mma_t"], (na, nb, nc)

@@ -22,14 +22,6 @@ MAX_PARAMETERS = 8
 
 #: Public functions still above the limit, each with its reason.  Remove an entry when it is fixed.
 TOO_MANY_PENDING = {
-    # the builder's op methods mirror the PTX instruction's operand list (issue 23, the dsl
-    # typing work owns these files)
-    "ptxforge.dsl.arith.ArithOps.setp": "PTX operands",
-    "ptxforge.dsl.memory.MemoryOps.red": "PTX operands",
-    "ptxforge.dsl.memory.MemoryOps.atom": "PTX operands",
-    "ptxforge.dsl.tensor.TensorOps.mma": "PTX operands",
-    "ptxforge.dsl.tensor.TensorOps.imma": "PTX operands",
-    "ptxforge.dsl.tensor.TensorOps.iwgmma": "PTX operands",
     # the occupancy calculator's keyword arguments are CUDA's occupancy inputs
     "ptxforge.arch.occupancy.occupancy": "CUDA occupancy inputs",
     # GPU timing: the launch (grid, block, shared memory, stream) plus the kernel's own
