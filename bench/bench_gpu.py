@@ -146,6 +146,7 @@ def main(argv=None) -> int:
     from ptxforge.errors import DeviceError
     from ptxforge.launch.device import DeviceArray, check, device_info, driver
     from ptxforge.launch.loader import load
+    from ptxforge.launch.args import LaunchConfig
     from ptxforge.launch.timing import benchmark, time_launch
 
     info = device_info(opts.device)
@@ -176,7 +177,8 @@ def main(argv=None) -> int:
     target = info.target
     saxpy = load(_build(kernels.saxpy, target), opts.device)["saxpy"]
     block = 256
-    t_saxpy = time_launch(saxpy, n, 1.0001, src, dst, grid=(n + block - 1) // block, block=block,
+    t_saxpy = time_launch(saxpy, n, 1.0001, src, dst,
+                          config=LaunchConfig(grid=(n + block - 1) // block, block=block),
                           repeat=repeat, bytes=3 * nbytes, label="ptxforge saxpy")
     print(t_saxpy)
     results.append(("saxpy GB/s / copy GB/s", t_saxpy.gbps / t_copy.gbps, 0.90, True))
@@ -188,7 +190,8 @@ def main(argv=None) -> int:
     for waves in (1, 2, 4):
         grid = max(info.multiprocessors * per_sm * waves, 1)
         with DeviceArray.zeros(grid, np.float32, opts.device) as out:
-            t = time_launch(reduce_k, src, out, n, grid=grid, block=block, repeat=repeat,
+            t = time_launch(reduce_k, src, out, n, config=LaunchConfig(grid=grid, block=block),
+                            repeat=repeat,
                             bytes=nbytes + 4 * grid, label=f"ptxforge block_reduce_sum (grid {grid})")
         print(t)
         best = _better(t, best)
@@ -224,9 +227,11 @@ def main(argv=None) -> int:
     theirs = theirs_mod["sgemm_tiled_cuda"]
     t_ours = t_theirs = None
     for _ in range(2):                  # alternate, keep each one's better median
-        t_ours = _better(time_launch(ours, a_dev, b_dev, c1, m, n_, k, grid=grid, block=blk,
+        t_ours = _better(time_launch(ours, a_dev, b_dev, c1, m, n_, k,
+                                     config=LaunchConfig(grid=grid, block=blk),
                                      repeat=repeat, flops=flops, label="ptxforge sgemm_tiled"), t_ours)
-        t_theirs = _better(time_launch(theirs, a_dev, b_dev, c2, m, n_, k, grid=grid, block=blk,
+        t_theirs = _better(time_launch(theirs, a_dev, b_dev, c2, m, n_, k,
+                                       config=LaunchConfig(grid=grid, block=blk),
                                        repeat=repeat, flops=flops,
                                        label=f"CUDA C++ sgemm_tiled ({how})"), t_theirs)
     print(t_ours)

@@ -27,6 +27,7 @@ import numpy as np
 from ptxforge.dsl import kernels
 from ptxforge.launch.device import device_info
 from ptxforge.launch.loader import load
+from ptxforge.launch.args import LaunchConfig
 from ptxforge.launch.timing import time_launch
 
 BLOCK = 256
@@ -114,7 +115,8 @@ def main() -> int:
               f"{'ok' if good else 'WRONG'}")
     grid = 4 * device_info().multiprocessors
     out = np.zeros(grid, np.float32)
-    print(f"  {time_launch(kernel, x, out, n, grid=grid, block=BLOCK, bytes=4 * n)}"
+    print(f"  {time_launch(kernel, x, out, n, config=LaunchConfig(grid=grid, block=BLOCK),
+                          bytes=4 * n)}"
           "  (x is copied in once; the timed runs read it on the device)")
     print(f"block_reduction: registers {kernel.num_regs}; {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

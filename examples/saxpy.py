@@ -15,6 +15,7 @@ import numpy as np
 from ptxforge.dsl import kernels
 from ptxforge.launch.device import DeviceArray
 from ptxforge.launch.loader import load
+from ptxforge.launch.args import LaunchConfig
 from ptxforge.launch.timing import time_launch
 
 
@@ -53,7 +54,8 @@ def main() -> int:
     y_dev_all = y_dev.to_host()
     y_dev_result, tail_kept = y_dev_all[:n], bool(np.array_equal(y_dev_all[n:], tail))
     err_dev = check_saxpy(a, x, y0, y_dev_result)
-    timing = time_launch(saxpy, n, a, x_dev, y_dev, grid=grid, block=block, bytes=3 * 4 * n)
+    timing = time_launch(saxpy, n, a, x_dev, y_dev, config=LaunchConfig(grid=grid, block=block),
+                         bytes=3 * 4 * n)
     x_dev.free()
     y_dev.free()
 

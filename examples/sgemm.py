@@ -17,6 +17,7 @@ import numpy as np
 from ptxforge.dsl import kernels
 from ptxforge.launch.device import DeviceArray
 from ptxforge.launch.loader import load
+from ptxforge.launch.args import LaunchConfig
 from ptxforge.launch.timing import time_launch
 
 TILE = 16
@@ -48,8 +49,9 @@ def main() -> int:
     size = 2048
     with DeviceArray.from_host(rng.standard_normal((size, size), dtype=np.float32)) as a, \
             DeviceArray.zeros((size, size), np.float32) as c:
-        t = time_launch(kernel, a, a, c, size, size, size, grid=(size // TILE, size // TILE),
-                        block=(TILE, TILE), flops=2 * size**3)
+        t = time_launch(kernel, a, a, c, size, size, size,
+                        config=LaunchConfig(grid=(size // TILE, size // TILE), block=(TILE, TILE)),
+                        flops=2 * size**3)
     print(f"  {t}")
     print(f"sgemm: registers {kernel.num_regs}; {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

@@ -35,7 +35,8 @@ from ptxforge.errors import PtxforgeError, UnsupportedError
 from .targets import TARGETS, ArchProps, Target
 from .targets import target as as_target
 
-__all__ = ["ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
+__all__ = [
+    "KernelLimits","ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
            "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table"]
 
 INT_MAX = 2**31 - 1
@@ -234,19 +235,39 @@ def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, ba
     return "; ".join(why) or "no block fits"
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class KernelLimits:
+    """A kernel's own launch limits, as it declares them or ptxas and the driver report:
+    ``max_threads`` (``.maxntid``, ``__launch_bounds__``, or the compiled kernel's
+    maximum), ``required_threads`` (the block size ``.reqntid`` demands) and
+    ``max_dynamic_shared`` (its dynamic shared memory limit; None: the device's).
+
+    Example::
+
+        >>> occupancy(32, 512, "sm_80", limits=KernelLimits(max_threads=256)).active_blocks
+        0
+    """
+
+    max_threads: Optional[int] = None
+    required_threads: Optional[int] = None
+    max_dynamic_shared: Optional[int] = None
+
+
+_NO_LIMITS = KernelLimits()
+
+
 def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "sm_80", *,
               shared: int = 0, dynamic_shared: int = 0, barriers: int = 1,
-              carveout: Optional[int] = None, max_dynamic_shared: Optional[int] = None,
-              max_threads: Optional[int] = None, required_threads: Optional[int] = None
+              carveout: Optional[int] = None, limits: Optional[KernelLimits] = None
               ) -> Occupancy:
     """Active blocks per SM and occupancy for ``registers`` per thread at ``block_size``.
 
     ``shared`` is the kernel's static shared memory, ``dynamic_shared`` the launch's dynamic
     shared memory, ``barriers`` the barriers per block (counts on 9.0+), ``carveout`` the
     preferred shared-memory carveout in percent (None: the driver default, the maximum).
-    ``max_threads`` is the kernel's own block-size limit (``.maxntid`` or what ptxas/the
-    driver report) and ``required_threads`` the block size ``.reqntid`` demands: a block
-    size they forbid cannot launch (0 blocks, limiter ``block_size`` or ``reqntid``).
+    ``limits`` are the kernel's own (:class:`KernelLimits`): its block-size limit
+    (``.maxntid`` or what ptxas/the driver report) and the block size ``.reqntid`` demands;
+    a block size they forbid cannot launch (0 blocks, limiter ``block_size`` or ``reqntid``).
     When no block can launch, ``reason`` says which resource, its limit and the ask.
 
     Example::
@@ -255,6 +276,9 @@ def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "
         2
     """
     p = arch_props(target)
+    lim = _NO_LIMITS if limits is None else limits
+    max_threads, required_threads = lim.max_threads, lim.required_threads
+    max_dynamic_shared = lim.max_dynamic_shared
     if not isinstance(registers, int) or registers < 0:
         raise PtxforgeError(f"occupancy: registers must be an int >= 0, got {registers!r}")
     if not isinstance(block_size, int) or block_size <= 0:

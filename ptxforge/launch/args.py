@@ -55,6 +55,7 @@ from .arrays import (
 )
 
 __all__ = [
+    "LaunchConfig",
     "ScalarArg",
     "DeviceArg",
     "HostArg",
@@ -391,6 +392,30 @@ def normalize_dim3(value: Any, what: str) -> tuple[int, int, int]:
 
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _BLOCK_LIMITS = (1024, 1024, 64)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class LaunchConfig:
+    """One launch's shape: grid and block (ints or up to three dimensions), dynamic shared
+    memory in bytes and the stream (None: the kernel's default), checked once against CUDA's
+    architectural limits (:func:`check_launch_dims`) and kept normalised.
+
+    Example::
+
+        >>> LaunchConfig(grid=4, block=(16, 16)).block
+        (16, 16, 1)
+    """
+
+    grid: tuple = attrs.field()
+    block: tuple = attrs.field()
+    shared_mem: int = 0
+    stream: Any = None
+
+    def __attrs_post_init__(self) -> None:
+        grid, block, shared = check_launch_dims(self.grid, self.block, self.shared_mem)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "shared_mem", shared)
 
 
 def check_launch_dims(grid: Any, block: Any, shared_mem: Any = 0, *,

@@ -6,7 +6,7 @@ Both return a :class:`Timing`, whose statistics are pure Python.
 
 Example::
 
-    t = time_launch(mod["saxpy"], n, 2.0, x, y, grid=n // 256, block=256,
+    t = time_launch(mod["saxpy"], n, 2.0, x, y, config=LaunchConfig(grid=n // 256, block=256),
                     bytes=3 * 4 * n, label="saxpy")
     print(t)            # saxpy: median 0.412 ms (min 0.409, mean 0.415 over 20 runs), 976.8 GB/s
     t.gbps, t.median_ms
@@ -21,6 +21,7 @@ import attrs
 
 from ptxforge.errors import LaunchError
 
+from .args import LaunchConfig
 from .device import check, driver, use_device
 
 __all__ = ["Timing", "benchmark", "time_launch"]
@@ -148,18 +149,27 @@ def benchmark(enqueue: Callable[[int], Any], *, warmup: int = 3, repeat: int = 2
     return Timing(times_ms=tuple(times), warmup=warmup, bytes=bytes, flops=flops, label=label)
 
 
-def time_launch(kernel, *args: Any, grid: Any, block: Any, shared_mem: int = 0,
-                stream: Any = None, warmup: int = 3, repeat: int = 20,
+def time_launch(kernel, *args: Any, config: LaunchConfig, warmup: int = 3, repeat: int = 20,
                 bytes: Optional[int] = None, flops: Optional[int] = None,
-                label: Optional[str] = None, **kwargs: Any) -> Timing:
+                label: Optional[str] = None) -> Timing:
     """Time launches of a :class:`~ptxforge.launch.loader.LoadedKernel` with CUDA events.
 
-    Host (NumPy) arguments are copied in once before the runs and back once after, so only
-    the kernel is timed; note that every run then works on the previous run's output.
-    Keyword arguments other than the options name kernel parameters.
+    ``config`` is the launch's shape (:class:`~ptxforge.launch.args.LaunchConfig`: grid,
+    block, dynamic shared memory, stream).  Host (NumPy) arguments are copied in once before
+    the runs and back once after, so only the kernel is timed; note that every run then works
+    on the previous run's output.
+
+    Example::
+
+        t = time_launch(mod["saxpy"], n, 2.0, x, y, config=LaunchConfig(grid=n // 256, block=256),
+                        bytes=3 * 4 * n)
     """
     _check_counts(warmup, repeat)
-    prepared = kernel.prepare(*args, stream=stream, **kwargs)
+    if not isinstance(config, LaunchConfig):
+        raise LaunchError(f"time_launch: config must be a LaunchConfig(grid=..., block=...), "
+                          f"got {type(config).__name__}")
+    grid, block, shared_mem = config.grid, config.block, config.shared_mem
+    prepared = kernel.prepare(*args, stream=config.stream)
     try:
         prepared.enqueue(grid, block, shared_mem)  # validate the launch once before timing
         timing = benchmark(lambda _handle: prepared.enqueue(grid, block, shared_mem),

@@ -31,7 +31,8 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge._text import clip, table, wrap
-from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.occupancy import (KernelLimits, Occupancy, RegisterCliffs, occupancy,
+                                     unknown_arch_reason)
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
@@ -229,8 +230,7 @@ def analyze_cubin(data: bytes, file: str = "<cubin>",
         occ = cliffs = None
         if unknown is None:
             kw = dict(shared=k.shared, dynamic_shared=dynamic_shared,
-                      barriers=max(k.barriers or 1, 1), max_threads=bounds,
-                      required_threads=_product(k.reqntid))
+                      barriers=max(k.barriers or 1, 1), limits=KernelLimits(max_threads=bounds, required_threads=_product(k.reqntid)))
             occ = occupancy(min(regs, register_limit(tgt)), threads, tgt, **kw)
             cliffs = cliffs_at(regs, threads, tgt, **kw)
         out.append(CubinKernelReport(name=k.name, registers=regs, register_cap=cap, stack=stack,

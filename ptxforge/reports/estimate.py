@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
-from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
+from ptxforge.arch.occupancy import KernelLimits, Occupancy, occupancy, unknown_arch_reason
 # every measured constant (the +2, R1, the holes, the floors, the predicate file)
 from ptxforge.arch.ptxas_model import (
     CALL_FLOOR,
@@ -336,7 +336,7 @@ def compare_with_ptxas(estimate, stats: KernelStats,
     tgt = stats.target if spec.target is None else spec.target
     block_size = 256 if spec.block is None else spec.block
     kw = dict(shared=stats.shared, dynamic_shared=spec.dynamic_shared,
-              barriers=max(stats.barriers or 1, 1), max_threads=stats.max_threads_per_block)
+              barriers=max(stats.barriers or 1, 1), limits=KernelLimits(max_threads=stats.max_threads_per_block))
     known = unknown_arch_reason(tgt) is None
     return Comparison(
         kernel=stats.name, target=tgt, block_size=block_size, estimate=est, stats=stats,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
-from ptxforge.arch.occupancy import arch_props, register_cliffs, unknown_arch_reason
+from ptxforge.arch.occupancy import KernelLimits, arch_props, register_cliffs, unknown_arch_reason
 from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError
@@ -102,8 +102,8 @@ def _dims_product(values) -> Optional[int]:
     return n if values else None
 
 
-def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> dict:
-    """The kernel's own block-size limits as :func:`~ptxforge.arch.occupancy.occupancy` keywords:
+def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> KernelLimits:
+    """The kernel's own block-size limits for :func:`~ptxforge.arch.occupancy.occupancy`:
     ``required_threads`` from ``.reqntid``, ``max_threads`` from ``.maxntid`` or, when
     compiled, from what ptxas (or the driver) reports."""
     d = dict(kernel.directives)
@@ -111,7 +111,7 @@ def launch_limits(kernel: ir.Kernel, stats: Optional[KernelStats] = None) -> dic
     limit = stats.max_threads_per_block if stats is not None else None
     if limit is None:
         limit = _dims_product(d.get(".maxntid")) or required
-    return {"max_threads": limit, "required_threads": required}
+    return KernelLimits(max_threads=limit, required_threads=required)
 
 
 def resolve_block(kernel: ir.Kernel, block: Optional[int]) -> tuple:

@@ -34,7 +34,8 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge.arch.occupancy import occupancy, register_cliffs, unknown_arch_reason
+from ptxforge.arch.occupancy import (KernelLimits, occupancy, register_cliffs,
+                                     unknown_arch_reason)
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import ptx_entries, ptx_target, with_maxnreg, with_version
@@ -268,8 +269,8 @@ def _row(cap, k, tgt, block_size, dynamic_shared, required, raw_backend, tool, n
                         spill_loads=k.spill_loads, stack_frame=k.stack_frame, blocks_per_sm=None,
                         occupancy=None, limiting=(), reason=unknown, **common)
     occ = occupancy(k.registers, block_size, tgt, shared=k.shared, dynamic_shared=dynamic_shared,
-                    barriers=max(k.barriers or 1, 1), max_threads=k.max_threads_per_block,
-                    required_threads=required)
+                    barriers=max(k.barriers or 1, 1), limits=KernelLimits(max_threads=k.max_threads_per_block,
+                                        required_threads=required))
     return SweepRow(cap=cap, registers=k.registers, spill_stores=k.spill_stores,
                     spill_loads=k.spill_loads, stack_frame=k.stack_frame,
                     blocks_per_sm=occ.active_blocks, occupancy=occ.occupancy, limiting=occ.limiting,

@@ -294,12 +294,14 @@ def test_target_newer_than_device_is_refused(info):
 
 def test_timing_is_plausible(loaded, info):
     from ptxforge.launch.device import DeviceArray
+    from ptxforge.launch.args import LaunchConfig
     from ptxforge.launch.timing import time_launch
 
     n = 1 << 24
     with DeviceArray.zeros(n, np.float32) as xd, DeviceArray.zeros(n, np.float32) as yd:
-        t = time_launch(loaded["saxpy"], n, 1.0, xd, yd, grid=n // BLOCK, block=BLOCK,
-                        warmup=2, repeat=5, bytes=12 * n)
+        t = time_launch(loaded["saxpy"], n, 1.0, xd, yd,
+                        config=LaunchConfig(grid=n // BLOCK, block=BLOCK), warmup=2, repeat=5,
+                        bytes=12 * n)
     assert t.runs == 5 and all(ms > 0 for ms in t.times_ms)
     assert 1.0 < t.gbps < 20_000.0        # between a slow PCIe card and well above any HBM
 

@@ -32,6 +32,7 @@ from ptxforge import DeviceError, LaunchError, emit, parse
 from ptxforge.dsl import kernels
 from ptxforge.launch.args import pack_param_buffer, param_layout
 from ptxforge.launch.loader import cubin_param_layout, load
+from ptxforge.launch.args import LaunchConfig
 from ptxforge.launch.timing import benchmark, time_launch
 from ptxforge.ptx import ir, types
 
@@ -650,7 +651,8 @@ def test_time_launch_copies_once_and_launches_warmup_plus_repeat(fake):
     x = np.ones(4, np.float32)
     y = np.zeros(4, np.float32)
     kernel = load(SAXPY)["saxpy"]
-    t = time_launch(kernel, 4, 1.0, x, y, grid=1, block=4, warmup=2, repeat=4, bytes=48)
+    t = time_launch(kernel, 4, 1.0, x, y, config=LaunchConfig(grid=1, block=4), warmup=2,
+                    repeat=4, bytes=48)
     assert len(fake.launches) == 6 and t.runs == 4 and t.warmup == 2
     assert t.median_ms == 2.5 and t.label == "saxpy"
     np.testing.assert_array_equal(y, np.full(4, 6.0, np.float32))   # 6 launches of y += x

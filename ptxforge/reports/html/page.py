@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from html import escape
 
 from .assets import SCRIPT, STYLE, heat_color
-from .svg import line_chart
+from .svg import Frame, line_chart
 
 __all__ = ["render_kernel", "render_page"]
 
@@ -81,9 +81,9 @@ def _timeline(v) -> str:
     peak = None if v.peak_index is None else (v.peak_index, v.timeline[v.peak_index])
     top = max([x for _, vals, _ in series for x in vals if x is not None] + [1])
     svg = line_chart(series, shades=shades, peak=peak, y_top=top,
-                     title=f"registers live per instruction: {v.label}",
-                     x_label=f"{v.timeline_of} instruction", y_label="live registers",
-                     chart_id=f"{v.anchor}-timeline")
+                     frame=Frame(title=f"registers live per instruction: {v.label}",
+                                 x_label=f"{v.timeline_of} instruction",
+                                 y_label="live registers", chart_id=f"{v.anchor}-timeline"))
     svg = svg.replace('<svg class="chart"', f'<svg class="chart timeline" data-n="{n}" '
                       f'data-values="{",".join(map(str, v.timeline))}"', 1)
     what = "PTX live (32-bit units)" if v.timeline_of == "PTX" else "SASS live GPRs"
@@ -142,9 +142,9 @@ def _cliffs(v) -> str:
     if v.ptxas_registers is not None:
         marks.append((v.ptxas_registers, f"ptxas {v.ptxas_registers}"))
     return line_chart([("occupancy", ys, "occ")], xs=xs, marks=marks, y_top=100,
-                      title="occupancy against registers per thread", x_label="registers "
-                      "per thread", y_label="occupancy %", height=200,
-                      chart_id=f"{v.anchor}-cliffs")
+                      frame=Frame(title="occupancy against registers per thread",
+                                  x_label="registers per thread", y_label="occupancy %",
+                                  height=200, chart_id=f"{v.anchor}-cliffs"))
 
 
 def _sweep(v) -> str:
@@ -155,17 +155,18 @@ def _sweep(v) -> str:
     xs = [p.cap for p in pts]
     charts = [
         line_chart([("registers", [p.registers for p in pts], "regs")], xs=xs,
-                   title="registers against the cap", x_label="register cap",
-                   y_label="registers", width=380, height=200, chart_id=f"{v.anchor}-sweep-r"),
+                   frame=Frame(title="registers against the cap", x_label="register cap",
+                               y_label="registers", width=380, height=200,
+                               chart_id=f"{v.anchor}-sweep-r")),
         line_chart([("spill bytes", [p.spill_stores for p in pts], "spill")], xs=xs,
-                   title="spill stores against the cap", x_label="register cap",
-                   y_label="spill bytes", width=380, height=200,
-                   chart_id=f"{v.anchor}-sweep-s"),
+                   frame=Frame(title="spill stores against the cap", x_label="register cap",
+                               y_label="spill bytes", width=380, height=200,
+                               chart_id=f"{v.anchor}-sweep-s")),
         line_chart([("occupancy", [None if p.occupancy is None else round(p.occupancy * 100, 1)
                                    for p in pts], "occ")], xs=xs, y_top=100,
-                   title="occupancy against the cap", x_label="register cap",
-                   y_label="occupancy %", width=380, height=200,
-                   chart_id=f"{v.anchor}-sweep-o"),
+                   frame=Frame(title="occupancy against the cap", x_label="register cap",
+                               y_label="occupancy %", width=380, height=200,
+                               chart_id=f"{v.anchor}-sweep-o")),
     ]
     rec = "".join(f'<p class="note">{escape(r)}</p>' for r in v.recommended)
     return "<h3>register-cap sweep</h3>" + "".join(charts) + rec

@@ -8,7 +8,7 @@ Coordinates are rounded to 0.1 px, so the same data gives the same bytes.
 
 Example::
 
-    >>> svg = line_chart([("ptx", (1, 3, 2), "ptx")], peak=(1, 3), title="t")
+    >>> svg = line_chart([("ptx", (1, 3, 2), "ptx")], peak=(1, 3), frame=Frame(title="t"))
     >>> svg.count("<polyline"), 'data-index="1"' in svg
     (1, True)
 """
@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["MAX_POINTS", "line_chart", "nice_ticks"]
+import attrs
+
+__all__ = ["MAX_POINTS", "Frame", "line_chart", "nice_ticks"]
 
 #: The most points one series draws; a longer series is drawn as the maximum of each bucket
 #: of consecutive values (``data-bucket`` says how many values one point stands for).
@@ -61,16 +63,28 @@ def _bucket(values: Sequence, size: int) -> list:
     return out
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class Frame:
+    """What surrounds a chart's data: its title, axis labels, size in pixels and element id."""
+
+    title: str = ""
+    x_label: str = ""
+    y_label: str = ""
+    width: int = _W
+    height: int = _H
+    chart_id: str = ""
+
+
 def line_chart(series: Sequence, *, xs: Sequence | None = None, shades: Sequence = (),
-               peak: tuple | None = None, marks: Sequence = (), title: str = "",
-               x_label: str = "", y_label: str = "", y_top: float | None = None,
-               width: int = _W, height: int = _H, step: bool = False,
-               chart_id: str = "") -> str:
+               peak: tuple | None = None, marks: Sequence = (), y_top: float | None = None,
+               step: bool = False, frame: Frame = Frame()) -> str:
     """An SVG line chart.  ``series``: ``(name, values, css class)``, one value per x (None:
     a gap); ``xs``: the x value of each index (default 0, 1, …); ``shades``: ``(start, end,
     label)`` index ranges shaded behind the lines; ``peak``: ``(index, value)`` marked with a
     circle; ``marks``: ``(x value, label)`` vertical lines; ``step``: draw steps (a value
-    holds until the next x)."""
+    holds until the next x); ``frame``: title, axis labels, size and id (:class:`Frame`)."""
+    title, x_label, y_label = frame.title, frame.x_label, frame.y_label
+    width, height, chart_id = frame.width, frame.height, frame.chart_id
     n = max((len(v) for _, v, _ in series), default=0)
     size = max(1, -(-n // MAX_POINTS))
     xs = list(range(n)) if xs is None else list(xs)
