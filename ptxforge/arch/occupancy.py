@@ -244,7 +244,7 @@ class KernelLimits:
 
     Example::
 
-        >>> occupancy(32, 512, "sm_80", limits=KernelLimits(max_threads=256)).active_blocks
+        >>> occupancy(32, 512, "sm_80", kernel_limits=KernelLimits(max_threads=256)).active_blocks
         0
     """
 
@@ -258,14 +258,14 @@ _NO_LIMITS = KernelLimits()
 
 def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "sm_80", *,
               shared: int = 0, dynamic_shared: int = 0, barriers: int = 1,
-              carveout: Optional[int] = None, limits: Optional[KernelLimits] = None
+              carveout: Optional[int] = None, kernel_limits: Optional[KernelLimits] = None
               ) -> Occupancy:
     """Active blocks per SM and occupancy for ``registers`` per thread at ``block_size``.
 
     ``shared`` is the kernel's static shared memory, ``dynamic_shared`` the launch's dynamic
     shared memory, ``barriers`` the barriers per block (counts on 9.0+), ``carveout`` the
     preferred shared-memory carveout in percent (None: the driver default, the maximum).
-    ``limits`` are the kernel's own (:class:`KernelLimits`): its block-size limit
+    ``kernel_limits`` are the kernel's own (:class:`KernelLimits`): its block-size limit
     (``.maxntid`` or what ptxas/the driver report) and the block size ``.reqntid`` demands;
     a block size they forbid cannot launch (0 blocks, limiter ``block_size`` or ``reqntid``).
     When no block can launch, ``reason`` says which resource, its limit and the ask.
@@ -276,7 +276,7 @@ def occupancy(registers: int, block_size: int, target: Union[str, ArchProps] = "
         2
     """
     p = arch_props(target)
-    lim = _NO_LIMITS if limits is None else limits
+    lim = _NO_LIMITS if kernel_limits is None else kernel_limits
     max_threads, required_threads = lim.max_threads, lim.required_threads
     max_dynamic_shared = lim.max_dynamic_shared
     if not isinstance(registers, int) or registers < 0:

@@ -486,10 +486,10 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
         elif unknown is None:
             lim = launch_limits(k, stats)
             est = min(pressure.peak.units, register_limit(tgt))
-            occ_est = occupancy(est, threads, tgt, **kw, limits=lim)
+            occ_est = occupancy(est, threads, tgt, **kw, kernel_limits=lim)
             occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
-                                                          limits=lim)
-            cliffs = cliffs_at(occ.registers, threads, tgt, **kw, limits=lim)
+                                                          kernel_limits=lim)
+            cliffs = cliffs_at(occ.registers, threads, tgt, **kw, kernel_limits=lim)
         prediction = predict_registers(k, live_units=pressure.peak.units, target=tgt)
         out.append(KernelAnalysis(
             name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, mix=mix,

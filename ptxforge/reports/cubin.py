@@ -230,7 +230,7 @@ def analyze_cubin(data: bytes, file: str = "<cubin>",
         occ = cliffs = None
         if unknown is None:
             kw = dict(shared=k.shared, dynamic_shared=dynamic_shared,
-                      barriers=max(k.barriers or 1, 1), limits=KernelLimits(max_threads=bounds, required_threads=_product(k.reqntid)))
+                      barriers=max(k.barriers or 1, 1), kernel_limits=KernelLimits(max_threads=bounds, required_threads=_product(k.reqntid)))
             occ = occupancy(min(regs, register_limit(tgt)), threads, tgt, **kw)
             cliffs = cliffs_at(regs, threads, tgt, **kw)
         out.append(CubinKernelReport(name=k.name, registers=regs, register_cap=cap, stack=stack,

@@ -336,7 +336,7 @@ def compare_with_ptxas(estimate, stats: KernelStats,
     tgt = stats.target if spec.target is None else spec.target
     block_size = 256 if spec.block is None else spec.block
     kw = dict(shared=stats.shared, dynamic_shared=spec.dynamic_shared,
-              barriers=max(stats.barriers or 1, 1), limits=KernelLimits(max_threads=stats.max_threads_per_block))
+              barriers=max(stats.barriers or 1, 1), kernel_limits=KernelLimits(max_threads=stats.max_threads_per_block))
     known = unknown_arch_reason(tgt) is None
     return Comparison(
         kernel=stats.name, target=tgt, block_size=block_size, estimate=est, stats=stats,

@@ -191,7 +191,7 @@ def _ptx_occupancy(ka) -> Callable:
     regs = s.registers if s is not None else min(ka.estimate.registers, register_limit(ka.arch))
     static = max(ka.occupancy.shared_per_block - ka.dynamic_shared, 0)
     kw = dict(shared=static, barriers=max((s.barriers if s is not None else 1) or 1, 1),
-              dynamic_shared=ka.dynamic_shared, limits=launch_limits(ka.kernel, s))
+              dynamic_shared=ka.dynamic_shared, kernel_limits=launch_limits(ka.kernel, s))
     return lambda block: occupancy(regs, block, ka.arch, **kw)
 
 
@@ -204,7 +204,7 @@ def _cubin_figures(rep) -> list:
             return occupancy(min(k.registers, register_limit(rep.arch)), block, rep.arch,
                              shared=k.shared, dynamic_shared=k.dynamic_shared,
                              barriers=max(k.barriers or 1, 1),
-                             limits=KernelLimits(max_threads=k.max_threads))
+                             kernel_limits=KernelLimits(max_threads=k.max_threads))
         out.append(KernelFigures(file=rep.file, name=k.name, arch=rep.arch, registers=k.registers,
                                  estimate=None, spill_stores=None, spill_loads=None, stack=k.stack,
                                  stack_known=True, block_size=k.block_size,

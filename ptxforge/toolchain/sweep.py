@@ -269,7 +269,7 @@ def _row(cap, k, tgt, block_size, dynamic_shared, required, raw_backend, tool, n
                         spill_loads=k.spill_loads, stack_frame=k.stack_frame, blocks_per_sm=None,
                         occupancy=None, limiting=(), reason=unknown, **common)
     occ = occupancy(k.registers, block_size, tgt, shared=k.shared, dynamic_shared=dynamic_shared,
-                    barriers=max(k.barriers or 1, 1), limits=KernelLimits(max_threads=k.max_threads_per_block,
+                    barriers=max(k.barriers or 1, 1), kernel_limits=KernelLimits(max_threads=k.max_threads_per_block,
                                         required_threads=required))
     return SweepRow(cap=cap, registers=k.registers, spill_stores=k.spill_stores,
                     spill_loads=k.spill_loads, stack_frame=k.stack_frame,

@@ -92,9 +92,9 @@ def test_to_dict_stable_keys():
      ["shared memory", "300000 bytes", "301056", "167936"]),
     (dict(registers=255, block_size=1024), "registers",
      ["registers", "262144 registers", "65536", "at most 64 registers/thread"]),
-    (dict(registers=32, block_size=1024, limits=KernelLimits(required_threads=128)), "reqntid",
+    (dict(registers=32, block_size=1024, kernel_limits=KernelLimits(required_threads=128)), "reqntid",
      ["exactly 128 threads", "a block of 1024"]),
-    (dict(registers=32, block_size=512, limits=KernelLimits(max_threads=256)), "block_size",
+    (dict(registers=32, block_size=512, kernel_limits=KernelLimits(max_threads=256)), "block_size",
      ["at most 256 threads", "a block of 512"]),
 ])
 def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
@@ -105,7 +105,7 @@ def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
         assert w in o.reason, (w, o.reason)
     # the kernel's own limits only bind when they forbid the block size
     assert occupancy(32, 128, "sm_80",
-                     limits=KernelLimits(required_threads=128, max_threads=128)).active_blocks == 16
+                     kernel_limits=KernelLimits(required_threads=128, max_threads=128)).active_blocks == 16
 
 
 def test_unknown_arch_reason():
