@@ -54,6 +54,10 @@ class ParseError(PtxforgeError, ValueError):
 class CompileError(PtxforgeError):
     """ptxas (through any backend) rejected the PTX; carries the backend's log."""
 
+    #: The log's parsed diagnostics (``ptxforge.toolchain.ptxas_log.Diagnostic``), set on the
+    #: errors that ``ptxforge.toolchain.compile`` raises (declared here, not assigned).
+    diagnostics: tuple
+
     def __init__(self, message: str, *, log: str = "", backend: str = "") -> None:
         self.log = log
         self.backend = backend

@@ -57,15 +57,20 @@ def _run(args) -> int:
         return _COMMANDS[args.command].run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``ptxforge`` command."""
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser and each command's own (by name: its usage for a UsageError)."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Analyse the register pressure of PTX kernels.",
         epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS.values():
         module.add(sub)
-    return p
+    return p, sub.choices
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ptxforge`` command."""
+    return _parsers()[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["occupancy", "--regs", "32", "--block", "128", "--json"])  # doctest: +SKIP
         0
     """
-    parser = build_parser()
+    parser, commands = _parsers()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors (2), --help (0)
@@ -84,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except UsageError as exc:  # argparse's format: the command's usage, then the message
-        sub = parser._subparsers._group_actions[0].choices[args.command]
+        sub = commands[args.command]
         sys.stderr.write(sub.format_usage() + f"{sub.prog}: error: {exc}\n")
         return EXIT_USAGE
     except PtxforgeError as exc:

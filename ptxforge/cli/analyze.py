@@ -54,10 +54,10 @@ def run(args) -> int:
             raise InputError(f"{args.file!r} is a directory with no Triton cache in it "
                              "(HASH/NAME.ptx with NAME.json): analyze reads one PTX or cubin "
                              "file, or a Triton cache; check and diff read folders of PTX")
-        res = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
-                                         compile=not args.no_compile)
-        emit(args, [r.to_dict(args.top) for r in res] if args.json else None,
-             lambda: "\n".join(r.to_text(args.top, args.by) for r in res))
+        cached = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
+                                            compile=not args.no_compile)
+        emit(args, [r.to_dict(args.top) for r in cached] if args.json else None,
+             lambda: "\n".join(r.to_text(args.top, args.by) for r in cached))
         return EXIT_OK
     spec = spec_from_args(args)
     entry = triton_cache.entry_for_ptx(args.file)  # Triton's PTX: its block size and shared
@@ -70,8 +70,8 @@ def run(args) -> int:
 
         if args.no_compile or args.by != "line":
             raise UsageError("analyze: --no-compile and --by apply to PTX, not to a cubin")
-        res = analyze_cubin(data, name, spec, kernel=args.kernel)
-        emit(args, res.to_dict() if args.json else None, res.to_text)
+        report = analyze_cubin(data, name, spec, kernel=args.kernel)
+        emit(args, report.to_dict() if args.json else None, report.to_text)
         return EXIT_OK
     res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
                       kernel=args.kernel, request=request_from_args(args),

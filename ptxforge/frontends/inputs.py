@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import pathlib
 from collections.abc import Sequence
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import attrs
 
@@ -30,6 +30,10 @@ from ptxforge.errors import PtxforgeError
 from ptxforge.reports.figures import kernel_figures
 
 from . import triton_cache
+
+if TYPE_CHECKING:  # imported by _one when a file is analysed
+    from ptxforge.reports.analyze import ModuleAnalysis
+    from ptxforge.reports.cubin import CubinReport
 
 __all__ = ["Input", "collect", "expand"]
 
@@ -42,7 +46,7 @@ class Input:
     path: str
     kind: str
     rel: str
-    analysis: object = attrs.field(eq=False, repr=False)
+    analysis: Union[ModuleAnalysis, CubinReport] = attrs.field(eq=False, repr=False)
     figures: tuple = attrs.field(eq=False, repr=False)
 
 
@@ -66,7 +70,8 @@ def expand(path) -> list:
     entries = [e for j in sorted(p.rglob("*.json")) if (e := triton_cache.read_entry(j))]
     taken = {pathlib.Path(e.ptx_path) for e in entries}
     taken |= {pathlib.Path(e.cubin_path) for e in entries if e.cubin_path}
-    out = [("triton", e, os.path.relpath(e.ptx_path, p)) for e in entries]
+    out: list[tuple[str, Union[str, triton_cache.CacheEntry], str]] = [
+        ("triton", e, os.path.relpath(e.ptx_path, p)) for e in entries]
     for f in sorted(p.rglob("*")):
         if f in taken or not f.is_file():
             continue

@@ -25,9 +25,17 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, overload
 
 __all__ = ["demangle", "demangle_function", "display_name", "full_name"]
+
+
+@overload
+def display_name(name: str) -> str: ...
+@overload
+def display_name(name: None) -> None: ...
+@overload
+def display_name(name: Optional[str]) -> Optional[str]: ...
 
 
 def display_name(name: Optional[str]) -> Optional[str]:
@@ -39,6 +47,14 @@ def display_name(name: Optional[str]) -> Optional[str]:
         ('helper', 'k_simple', None)
     """
     return None if name is None else demangle_function(name)
+
+
+@overload
+def full_name(name: str) -> str: ...
+@overload
+def full_name(name: None) -> None: ...
+@overload
+def full_name(name: Optional[str]) -> Optional[str]: ...
 
 
 def full_name(name: Optional[str]) -> Optional[str]:

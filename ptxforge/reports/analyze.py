@@ -85,6 +85,8 @@ from .analyze_text import render_kernel, render_module
 
 if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
     from ptxforge.toolchain.compile import CompileRequest, KernelStats
+
+    from .gap import Gap
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .names import match_kernels
 
@@ -182,7 +184,7 @@ class KernelAnalysis:
     callers: tuple = ()                    # for a .func: the functions that call it
     mode_note: Optional[str] = None        # relocatable vs whole-program (toolchain.modes)
     prediction: Optional[Prediction] = None  # ptxas's count predicted from the PTX
-    gap: Optional[object] = None           # reports.gap.Gap: REGCOUNT - estimate, from the SASS
+    gap: Optional[Gap] = None              # REGCOUNT - estimate, from the SASS
     gap_note: Optional[str] = None         # why the notes are the PTX's guesses (no SASS)
 
     @property
@@ -267,6 +269,7 @@ class KernelAnalysis:
                    "estimate": {"registers": est, "blocks_per_sm": None, "occupancy": None,
                                 "limiter": None}}
         else:
+            assert oe is not None and c is not None   # known with the occupancy
             occ = {**common, **occupancy_fields(self.occupancy),
                    "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
                    "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,

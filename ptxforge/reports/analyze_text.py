@@ -198,6 +198,7 @@ def _resource_rows(k: "KernelAnalysis") -> list:
         na = "n/a"
         rows += [("blocks/SM", na, na if s else None), ("occupancy", na, na if s else None)]
     else:
+        assert oe is not None   # known whenever the occupancy is (KernelAnalysis)
         rows += [
             ("blocks/SM", oe.active_blocks, op.active_blocks if s else None),
             ("occupancy", percent(oe.occupancy), percent(op.occupancy) if s else None),
@@ -333,10 +334,11 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
         types = list(sel.by_type)
         lines.append("")
         lines.append(f"selp by operand kind ({sel.total:,} selp):")
-        rows = [(label, selp_value(sel, attr), percent(selp_value(sel, attr) / sel.total),
-                 *[selp_type_value(sel.by_type[t], attr) for t in types])
-                for label, attr in SELP_ROWS]
-        lines += table(("kind", "count", "%", *[f"selp.{t}" for t in types]), rows)
+        selp_rows = [(label, selp_value(sel, attr),
+                      percent(selp_value(sel, attr) / sel.total),
+                      *[selp_type_value(sel.by_type[t], attr) for t in types])
+                     for label, attr in SELP_ROWS]
+        lines += table(("kind", "count", "%", *[f"selp.{t}" for t in types]), selp_rows)
 
     lines.append("")
     p = r.peak
@@ -358,16 +360,16 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
         lines.append("")
         lines.append(f"values live at the peak ({len(vals)} of {len(p.values)}, "
                      "longest-lived first):")
-        rows = []
+        value_rows = []
         for v in vals:
             src = v.loc or "?"
             if v.function:
                 src += f" ({display_name(v.function)})"
             src = _short_loc(src, 48)
-            rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
+            value_rows.append((v.name, v.type, v.units, v.def_index, v.last_use, v.live_length, src,
                          _clip(v.def_text or "(never defined)", 44)))
         lines += table(("value", "type", "units", "def", "last use", "live", "source",
-                        "definition"), rows, {2, 3, 4, 5}, width=100,
+                        "definition"), value_rows, {2, 3, 4, 5}, width=100,
                        shrink=(7, (6, _short_loc), 0))
     if p.values:
         lines += _peak_groups(k, top, by)

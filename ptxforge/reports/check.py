@@ -37,7 +37,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import attrs
 
@@ -46,6 +46,9 @@ from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name, full_name
 
 from .names import short_labels
+
+if TYPE_CHECKING:
+    from .figures import KernelFigures
 
 __all__ = [
     "RULES",
@@ -122,22 +125,22 @@ class Budget:
         if unknown:
             raise BudgetError(f"{where}: unknown key {unknown[0]!r}; expected one of "
                               f"{', '.join(sorted(_KEYS))}")
-        kw = {}
+        max_registers = no_spills = max_stack = min_occupancy = block = None
         if "max-registers" in table_:
-            kw["max_registers"] = _int(table_["max-registers"], 1, 255, f"{where} max-registers")
+            max_registers = _int(table_["max-registers"], 1, 255, f"{where} max-registers")
         if "no-spills" in table_:
             if not isinstance(table_["no-spills"], bool):
                 raise BudgetError(f"{where} no-spills: expected true or false, got "
                                   f"{table_['no-spills']!r}")
-            kw["no_spills"] = table_["no-spills"]
+            no_spills = table_["no-spills"]
         if "max-stack" in table_:
-            kw["max_stack"] = _int(table_["max-stack"], 0, None, f"{where} max-stack")
+            max_stack = _int(table_["max-stack"], 0, None, f"{where} max-stack")
         if "min-occupancy" in table_:
-            kw["min_occupancy"] = parse_occupancy(table_["min-occupancy"],
-                                                  f"{where} min-occupancy")
+            min_occupancy = parse_occupancy(table_["min-occupancy"], f"{where} min-occupancy")
         if "block" in table_:
-            kw["block"] = _int(table_["block"], 1, 1024, f"{where} block")
-        return cls(**kw)
+            block = _int(table_["block"], 1, 1024, f"{where} block")
+        return cls(max_registers=max_registers, no_spills=no_spills, max_stack=max_stack,
+                   min_occupancy=min_occupancy, block=block)
 
     def over(self, base: Budget) -> Budget:
         """This budget's set limits over ``base``'s."""
@@ -226,10 +229,10 @@ class Finding:
     ``limit`` and ``actual`` in the rule's unit (registers, bytes, or an occupancy 0..1)."""
 
     rule: str
-    kernel: object          # KernelFigures
+    kernel: KernelFigures
     status: str
-    limit: object
-    actual: object
+    limit: Optional[float]
+    actual: Optional[float]
     message: str
 
     @property
@@ -346,7 +349,7 @@ class CheckReport:
 
     def to_text(self) -> str:
         """The readable report: a table of kernels, then each failure, then the verdict."""
-        by_kernel = {}
+        by_kernel: dict[int, list[Finding]] = {}
         for f in self.findings:
             by_kernel.setdefault(id(f.kernel), []).append(f)
         rows, failed = [], []

@@ -102,6 +102,7 @@ class CubinKernelReport:
                "launchable": None, "reason": self.occupancy_note, "to_gain": None,
                "next_blocks": None, "headroom": None}
         if o is not None:
+            assert c is not None     # the occupancy and its cliffs are computed together
             occ.update(shared=o.shared_per_block, blocks_per_sm=o.active_blocks,
                        occupancy=round(o.occupancy, 6),
                        limiter=o.limiting[0] if o.limiting else None, limiters=list(o.limiting),

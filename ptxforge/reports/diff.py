@@ -36,6 +36,7 @@ import attrs
 from ptxforge._text import WIDTH, short_path, table
 from ptxforge.ptx.demangle import display_name
 
+from .figures import KernelFigures
 from .names import short_labels
 
 __all__ = ["FIELDS", "DiffReport", "KernelDelta", "diff_figures", "match_keys"]
@@ -66,20 +67,20 @@ class KernelDelta:
     ``"removed"``; ``changes`` the ``(field, old, new)`` that differ."""
 
     key: str
-    old: Optional[object]
-    new: Optional[object]
+    old: Optional[KernelFigures]
+    new: Optional[KernelFigures]
     status: str
     changes: tuple = ()
 
     def to_dict(self) -> dict:
         """JSON-ready dict: both builds' figures and the deltas."""
-        out = {"kernel": self.key, "status": self.status,
-               "old": None if self.old is None else self.old.to_dict(),
-               "new": None if self.new is None else self.new.to_dict(), "deltas": {}}
+        deltas = {}
         for field, a, b in self.changes:
-            out["deltas"][field] = (None if a is None or b is None
-                                    else round(b - a, 6) if isinstance(a, float) else b - a)
-        return out
+            deltas[field] = (None if a is None or b is None
+                             else round(b - a, 6) if isinstance(a, float) else b - a)
+        return {"kernel": self.key, "status": self.status,
+                "old": None if self.old is None else self.old.to_dict(),
+                "new": None if self.new is None else self.new.to_dict(), "deltas": deltas}
 
 
 def _fmt(field: str, v) -> str:

@@ -51,6 +51,8 @@ from ptxforge.errors import PtxforgeError
 if TYPE_CHECKING:  # imported by compare_with_ptxas: analyze --no-compile never loads them
     from ptxforge.toolchain.compile import KernelStats
 
+    from .gap import Gap
+
 __all__ = ["Estimate", "Comparison", "compare_with_ptxas", "EXPLANATIONS", "FIXED_OVERHEAD",
            "register_floor_features"]
 
@@ -117,7 +119,7 @@ class Comparison:
     occupancy_estimate: Optional[Occupancy]   # None: the occupancy table lacks the target
     occupancy_ptxas: Optional[Occupancy]
     features: tuple = ()  # "warp-sync" and/or "call", from the kernel when it was given
-    gap: Optional[object] = None  # reports.gap.Gap: the gap's reasons from the SASS
+    gap: Optional[Gap] = None  # the gap's reasons from the SASS
 
     @property
     def difference(self) -> int:
@@ -149,10 +151,10 @@ class Comparison:
         s = self.stats
         text = (f"ptxas spilled: {s.spill_stores} bytes stored, {s.spill_loads} bytes loaded "
                 "per thread")
-        own = (s.body_spill_stores, s.body_spill_loads)
-        if None not in own and own != (s.spill_stores, s.spill_loads):
-            text += (f" in the kernel and the functions it calls ({own[0]}/{own[1]} in its own "
-                     f"body, {s.spill_stores - own[0]}/{s.spill_loads - own[1]} in its callees)")
+        st, ld = s.body_spill_stores, s.body_spill_loads
+        if st is not None and ld is not None and (st, ld) != (s.spill_stores, s.spill_loads):
+            text += (f" in the kernel and the functions it calls ({st}/{ld} in its own "
+                     f"body, {s.spill_stores - st}/{s.spill_loads - ld} in its callees)")
         return text + "; the estimate assumes no spilling."
 
     def _local_note(self) -> str:
@@ -230,8 +232,8 @@ class Comparison:
                        "registers.")
         oe, op = self.occupancy_estimate, self.occupancy_ptxas
         if oe is not None and op is not None and oe.active_blocks != op.active_blocks:
-            out.append(f"The gap changes occupancy: {self.occupancy_estimate.active_blocks} blocks/SM "
-                       f"at the estimate, {self.occupancy_ptxas.active_blocks} at ptxas's count.")
+            out.append(f"The gap changes occupancy: {oe.active_blocks} blocks/SM "
+                       f"at the estimate, {op.active_blocks} at ptxas's count.")
         return tuple(out)
 
     def to_dict(self) -> dict:
@@ -335,12 +337,16 @@ def compare_with_ptxas(estimate, stats: KernelStats,
     spec = launch_spec(spec)
     tgt = stats.target if spec.target is None else spec.target
     block_size = 256 if spec.block is None else spec.block
-    kw = dict(shared=stats.shared, dynamic_shared=spec.dynamic_shared,
-              barriers=max(stats.barriers or 1, 1), kernel_limits=KernelLimits(max_threads=stats.max_threads_per_block))
+
+    def occupancy_at(registers: int) -> Occupancy:
+        return occupancy(registers, block_size, tgt, shared=stats.shared,
+                         dynamic_shared=spec.dynamic_shared,
+                         barriers=max(stats.barriers or 1, 1),
+                         kernel_limits=KernelLimits(max_threads=stats.max_threads_per_block))
+
     known = unknown_arch_reason(tgt) is None
     return Comparison(
         kernel=stats.name, target=tgt, block_size=block_size, estimate=est, stats=stats,
-        occupancy_estimate=(occupancy(min(est.registers, 255), block_size, tgt, **kw)
-                            if known else None),
-        occupancy_ptxas=occupancy(stats.registers, block_size, tgt, **kw) if known else None,
+        occupancy_estimate=occupancy_at(min(est.registers, 255)) if known else None,
+        occupancy_ptxas=occupancy_at(stats.registers) if known else None,
         features=register_floor_features(kernel) if kernel is not None else (), gap=gap)

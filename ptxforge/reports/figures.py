@@ -124,7 +124,7 @@ def entry_lines(text: Optional[str]) -> dict:
     """
     if not text:
         return {}
-    out = {}
+    out: dict[str, int] = {}
     for m in re.finditer(r"\.entry\s+([A-Za-z_$%][\w$%]*)", text):
         out.setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
     return out

@@ -24,7 +24,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import attrs
 
@@ -40,6 +40,9 @@ from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 
 from .analyze_text import render_occupancy
+
+if TYPE_CHECKING:  # sweep_report imports analyze when it runs
+    from .analyze import ModuleAnalysis
 
 __all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "ROW_LEGEND", "CapChoice", "OccupancyReport",
            "SweepReport", "cap_notes", "occupancy_report", "recommend_cap",
@@ -226,7 +229,7 @@ def _row_dict(row) -> dict:
 class SweepReport:
     """``ptxforge sweep``: per kernel its analysis (uncapped) and the register-cap sweep."""
 
-    analysis: object       # the ModuleAnalysis of the uncapped compile
+    analysis: ModuleAnalysis  # of the uncapped compile
     sweeps: tuple          # one ptxforge.toolchain.sweep.Sweep per kernel of ``analysis``
     spill_budget: int = 0  # spill bytes the second recommendation may spend
 
@@ -297,7 +300,7 @@ def sweep_report(text: Union[str, bytes], file: str = "<ptx>",
         text = bytes(text).decode("utf-8", errors="replace")
     spec, request = launch_spec(spec), request or CompileRequest()
     a = analyze_ptx(text, file, spec, kernel=kernel, request=request)
-    chosen, extra = (tuple(caps), ()) if only_caps else (None, tuple(caps or ()))
+    chosen, extra = (tuple(caps or ()), ()) if only_caps else (None, tuple(caps or ()))
     sweeps = []
     for n, k in enumerate(a.kernels):
         if progress is not None:   # e.g. the CLI's line on a terminal

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Union
 
-import attrs
-
 from ptxforge.arch.occupancy import KernelLimits, arch_props, register_cliffs, unknown_arch_reason
 from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 from ptxforge.arch.targets import target as as_target
@@ -241,19 +239,17 @@ def function_stats(compiled, name: str, local_bytes: int = 0) -> tuple:
     reach = set(info.reachable(name)) if info is not None else set()
     cst, cld = callee_spills(log, name, reach)
     st, ld = own_st + cst, own_ld + cld
+    recursive = name in reach  # a call chain leads back to ``name``
     stats = KernelStats(name=name, target=compiled.target, backend=compiled.backend,
                         registers=int(regs), spill_stores=st, spill_loads=ld,
                         stack_frame=int(stack), local_array_bytes=local_bytes,
                         shared=(ck.shared if ck is not None else 0),
                         constant_bank0=None, barriers=(ck.barriers if ck is not None else None),
-                        compile_time_ms=f.compile_time_ms if f is not None else None)
-    recursive = name in reach  # a call chain leads back to ``name``
-    extra = dict(body_registers=f.registers if f is not None else None,
-                 body_spill_stores=own_st, body_spill_loads=own_ld,
-                 body_stack_frame=int(own_frame), callees=tuple(sorted(reach - {name})),
-                 stack_known=not recursive)
-    fields = attrs.fields_dict(KernelStats)
-    stats = attrs.evolve(stats, **{k: v for k, v in extra.items() if k in fields})
+                        compile_time_ms=f.compile_time_ms if f is not None else None,
+                        body_registers=f.registers if f is not None else None,
+                        body_spill_stores=own_st, body_spill_loads=own_ld,
+                        body_stack_frame=int(own_frame), callees=tuple(sorted(reach - {name})),
+                        stack_known=not recursive)
     return stats, None
 
 

@@ -56,11 +56,11 @@ from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
 
 from .estimate import Estimate
-from .gap import explain_gap
+from .gap import Gap, explain_gap
 from .names import match_kernel, short_labels
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
-from .sass_trace import trace_kernel
+from .sass_trace import KernelTrace, trace_kernel
 
 __all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "kernel_reports",
            "sass_report"]
@@ -83,8 +83,8 @@ class SassKernelReport:
     estimate_index: Optional[int] = None
     estimate_instruction: Optional[str] = None
     stats: Optional[KernelStats] = None
-    trace: Optional[object] = attrs.field(default=None, repr=False)   # sass_trace.KernelTrace
-    gap: Optional[object] = None                                       # gap.Gap
+    trace: Optional[KernelTrace] = attrs.field(default=None, repr=False)
+    gap: Optional[Gap] = None
 
     @property
     def gap_notes(self) -> tuple:
@@ -194,7 +194,7 @@ class SassKernelReport:
         f, e = self.function, self.estimate
         peak = f.peak("GPR")
         at = plural(len(peak.instructions), "instruction")
-        rows = []
+        rows: list[tuple[str, Optional[int], str]] = []
         if e is not None:
             rows.append(("PTX liveness estimate (32-bit units)", e.registers,
                          f"at PTX instruction {self.estimate_index}: "
@@ -231,11 +231,11 @@ class SassKernelReport:
             which = (at if len(shown) == len(peak.instructions)
                      else f"the first {len(shown)} of {at}")
             lines += ["", f"SASS peak ({peak.count} live GPRs) at {which}:"]
-            rows = [(f"{i.offset:#06x}", clip(i.text, 48),
-                     "-" if i.ptx_line is None else clip(f"{i.ptx_line}: {i.ptx or ''}", 44),
-                     "-" if i.source is None else short_loc(str(i.source), 48))
-                    for i in shown]
-            lines += table(("offset", "SASS", "PTX line", "source"), rows, right=set(),
+            at_peak = [(f"{i.offset:#06x}", clip(i.text, 48),
+                        "-" if i.ptx_line is None else clip(f"{i.ptx_line}: {i.ptx or ''}", 44),
+                        "-" if i.source is None else short_loc(str(i.source), 48))
+                       for i in shown]
+            lines += table(("offset", "SASS", "PTX line", "source"), at_peak, right=set(),
                            width=100, shrink=((3, short_loc), 2, 1))
             lines += wrap(f"live at {peak.instructions[0].offset:#06x}: "
                           + reg_ranges(peak.registers), indent="  ", subsequent="    ")

@@ -81,7 +81,8 @@ def ptx_line_map(text: str, kernel: ir.Kernel) -> dict:
         return {}
     line = text.count("\n", 0, start) + 1
     lines = text.split("\n")
-    out, depth, opened, in_stmt, directive = {}, 0, False, False, False
+    out: dict[int, int] = {}
+    depth, opened, in_stmt, directive = 0, False, False, False
     for n in range(line, len(lines) + 1):
         raw = lines[n - 1].split("//", 1)[0].strip()
         if in_stmt or directive:
@@ -232,11 +233,14 @@ class _Tracer:
     def __init__(self, fn, kernel: ir.Kernel | None, text: str | None,
                  others: tuple = ()) -> None:
         self.fn, self.kernel = fn, kernel
-        self.lines = ptx_line_map(text, kernel) if kernel is not None and text else {}
-        self.where = {n: (kernel, k) for n, k in self.lines.items()}
-        for f in others if self.lines else ():   # .func bodies ptxas compiled into the kernel
-            if f.name != kernel.name and f.body is not None:
-                self.where.update({n: (f, k) for n, k in ptx_line_map(text, f).items()})
+        self.lines: dict[int, int] = {}
+        self.where: dict[int, tuple[ir.Kernel, int]] = {}
+        if kernel is not None and text:
+            self.lines = ptx_line_map(text, kernel)
+            self.where = {n: (kernel, k) for n, k in self.lines.items()}
+            for f in others if self.lines else ():   # .func bodies ptxas compiled into it
+                if f.name != kernel.name and f.body is not None:
+                    self.where.update({n: (f, k) for n, k in ptx_line_map(text, f).items()})
         self.rd = ReachingDefs(fn)
         self._defv: dict = {}
 
@@ -320,7 +324,7 @@ class _Tracer:
 
 def _with_loc(v: RegisterValue, loc: ir.SourceLoc | None) -> RegisterValue:
     text = loc_text(loc)
-    if text is None:
+    if loc is None or text is None:
         return v
     if loc.file.endswith(".py"):
         return attrs.evolve(v, python=text)

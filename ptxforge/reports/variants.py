@@ -277,8 +277,9 @@ def _prediction_rows(a: KernelAnalysis, b: KernelAnalysis) -> list:
         return None if p is None else next(
             (c.registers for c in p.components if c.name == name), 0)
     names = list(dict.fromkeys(c.name for p in (pa, pb) if p is not None for c in p.components))
-    return [DeltaRow(group="prediction", metric="registers (predicted)", a=pa and pa.registers,
-                     b=pb and pb.registers),
+    return [DeltaRow(group="prediction", metric="registers (predicted)",
+                     a=None if pa is None else pa.registers,
+                     b=None if pb is None else pb.registers),
             *(DeltaRow(group="prediction", metric=f"  {n}", a=part(pa, n), b=part(pb, n))
               for n in names)]
 

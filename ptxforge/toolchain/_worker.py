@@ -39,8 +39,8 @@ def nvjitlink_link(args: list, ptx: bytes, name: str = "ptxforge.ptx") -> dict:
     """
     from cuda.bindings import nvjitlink as nvj
 
-    out = {"version": tuple(nvj.version()), "stage": None, "error": None, "info": "",
-           "error_log": "", "cubin": None, "wall": 0.0}
+    out: dict[str, object] = {"version": tuple(nvj.version()), "stage": None, "error": None,
+                              "info": "", "error_log": "", "cubin": None, "wall": 0.0}
     try:
         handle = nvj.create(len(args), args)
     except nvj.nvJitLinkError as exc:
@@ -99,8 +99,9 @@ def _run(frame: bytes) -> tuple:
         return ("ok", nvjitlink_link(*payload))
     if kind == "call":
         module, qualname, args = payload
-        fn = importlib.import_module(module)
-        for part in qualname.split("."):
+        head, *rest = qualname.split(".")
+        fn = getattr(importlib.import_module(module), head)
+        for part in rest:
             fn = getattr(fn, part)
         return ("ok", fn(*args))
     raise ValueError(f"unknown job kind {kind!r}; expected 'nvjitlink' or 'call'")

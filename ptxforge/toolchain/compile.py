@@ -348,6 +348,7 @@ def _choose(target: str) -> tuple:
 
     _env_ptxas()        # a PTXFORGE_PTXAS that names no executable is an error, not a fallback
     ptxas = get_backend("ptxas")
+    assert isinstance(ptxas, PtxasBackend)     # get_backend builds the 'ptxas' one as such
     pinned = ptxas.for_target(target)
     if pinned is not None:
         return pinned, None
@@ -489,6 +490,7 @@ def explain_compile_error(exc: CompileError, ptx: str, target: str,
         msg += "\noffending PTX:\n" + quoted
     msg += _target_hint(exc.log, info, target)
     msg += _version_hint(exc.log, target, exc.backend)
+    err: CompileError
     if isinstance(exc, CompilerCrashError):
         msg += _crash_hint(exc, target)
         err = CompilerCrashError(msg, exc.crash, backend=exc.backend)

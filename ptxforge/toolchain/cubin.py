@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 import struct
-from typing import Optional
+from typing import Optional, Union
 
 import attrs
 
@@ -66,7 +66,7 @@ class Record:
 
     attribute: int
     format: int
-    value: object
+    value: Union[int, bytes, None]
 
     @property
     def name(self) -> str:
@@ -238,7 +238,7 @@ def _read_cubin(data: bytes) -> CubinInfo:
     per_sym: dict = {}
     if ".nv.info" in by_name:
         for rec in parse_nv_info(body(by_name[".nv.info"])):
-            if rec.format == 4 and len(rec.value) >= 8:
+            if isinstance(rec.value, bytes) and len(rec.value) >= 8:   # an SVAL
                 sym, value = struct.unpack_from("<II", rec.value)
                 per_sym.setdefault(symbols.get(sym, str(sym)), {})[rec.name] = value
     abi = data[8]

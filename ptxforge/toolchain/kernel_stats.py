@@ -208,8 +208,8 @@ def kernel_stats(raw, entries: tuple, requested_cap: Optional[int] = None) -> tu
             stack = ck.min_stack_size
         elif known and f is not None and f.cumulative_stack is not None:
             stack = f.cumulative_stack
-        elif known and log.summary(e.name) is not None and log.summary(e.name).stack is not None:
-            stack = log.summary(e.name).stack
+        elif known and (linked := log.summary(e.name)) is not None and linked.stack is not None:
+            stack = linked.stack
         if stack is None:
             stack = own_frame + deepest_chain(e.name, frames, edges)
         body_st = (f.spill_stores or 0) if f else 0

@@ -72,7 +72,8 @@ def _subroutines(fn, labels: dict) -> tuple:
                       if _opcode(i.text) in ("EXIT", "RET", "BRA") and not _guarded(i.text)}
                      & ({labels[n] for n in labels if n.startswith("$")}
                         | {k + 1 for k, i in enumerate(ins[:-1]) if _opcode(i.text) == "RET"}))
-    calls, rets = {}, tuple(k for k, i in enumerate(ins) if _opcode(i.text) == "RET")
+    calls: dict[int, tuple[int, ...]] = {}
+    rets = tuple(k for k, i in enumerate(ins) if _opcode(i.text) == "RET")
     for k, i in enumerate(ins):
         if _opcode(i.text) != "CALL" or ".ABS" in i.text:
             continue
@@ -225,8 +226,9 @@ class ReachingDefs:
             out[r] = own or tuple(sorted(cur.get(r, frozenset()) | ({k} if m in "^x" else set())))
         return out
 
-    def uses_of(self, d: int) -> tuple:
-        """Instruction indices that read the value defined at ``d`` (``v`` or ``x`` marks)."""
+    def _use_map(self) -> dict:
+        """``{(d, r): readers}``, built on first use: the instructions reading register ``r``
+        as written at ``d``."""
         if self._uses is None:
             uses: dict = {}
             for b, s in enumerate(self.starts):
@@ -238,9 +240,12 @@ class ReachingDefs:
                                 uses.setdefault((dd, r), []).append(k)
                     self._step(cur, k)
             self._uses = {key: tuple(v) for key, v in uses.items()}
-        return tuple(sorted({k for (dd, _), ks in self._uses.items() if dd == d for k in ks}))
+        return self._uses
+
+    def uses_of(self, d: int) -> tuple:
+        """Instruction indices that read the value defined at ``d`` (``v`` or ``x`` marks)."""
+        return tuple(sorted({k for (dd, _), ks in self._use_map().items() if dd == d for k in ks}))
 
     def uses_of_register(self, d: int, r: int) -> tuple:
         """Instruction indices that read register ``r`` as written at ``d``."""
-        self.uses_of(d)
-        return self._uses.get((d, r), ())
+        return self._use_map().get((d, r), ())

@@ -245,6 +245,7 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
         if state != "body" or table is None:
             raise _fail(f"instruction of {cur['name']} without life-range columns (run "
                         "nvdisasm with --life-range-mode narrow)", lineno, line, source)
+        assert groups is not None       # the header rows, read before the body began
         counts, marks = _row(groups, table.split("|")[1:-1], lineno, line, source)
         offset = int(im.group(1), 16)
         cur["labels"] += [(name, offset) for name in pending]
@@ -279,8 +280,8 @@ def parse_line_annotations(text: str, source: str = "<nvdisasm>",
         m = _FILE.match(line)
         if m:
             rest, chain = m.group(3), []
-            for im in _INLINED.finditer(rest):
-                chain.append((im.group(1), int(im.group(2))))
+            for am in _INLINED.finditer(rest):
+                chain.append((am.group(1), int(am.group(2))))
             if _INLINED.sub("", rest).strip():
                 raise _fail("expected '//## File \"F\", line N' optionally followed by "
                             "'inlined at \"F\", line N'", lineno, line, source)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Optional
 
 import attrs
 
@@ -143,7 +144,8 @@ def ptx_line_numbers(ptx: str, kernel) -> tuple:
         if kernel.name in words and (".entry" in words or ".func" in words):
             start = n
             break
-    out, pos = [], start
+    out: list[Optional[int]] = []
+    pos = start
     for inst in kernel.instructions:
         key = "".join(format_instruction(inst).split()).rstrip(";")
         found = None
@@ -222,6 +224,7 @@ def _source_view(k, dirs: Sequence = ()) -> tuple:
     for file in sorted({f for f, _ in per_line}):
         code = sorted(ln for f, ln in per_line if f == file)
         text = _read_lines(file, dirs)
+        shown: Sequence[int]
         if text is None:
             missing.append(file)
             shown = code
