@@ -1,7 +1,8 @@
-"""The PTX opcode table, as data: per family the operand shape, the legal types, the modifiers,
-and the minimum PTX ISA version and SM architecture a form needs.
+"""The builder's checks per opcode family, as data: the legal types, the modifiers it emits,
+the rules and the minimum PTX ISA version and SM architecture a form needs.
 
-The builder validates every op against :data:`OPS` and the emitter's caller picks the module's
+The operand shapes and the traits come from the one opcode table (:mod:`ptxforge.ptx.opcodes`);
+this module adds what only the builder and the emitter's caller ask.  The builder validates every op against :data:`OPS` and the emitter's caller picks the module's
 ``.version`` with :func:`min_ptx_version`.  Requirements are read from the *opcode text*
 (``add.rn.bf16``), so they apply equally to builder-made and parsed instructions.
 
