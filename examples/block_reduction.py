@@ -115,9 +115,9 @@ def main() -> int:
               f"{'ok' if good else 'WRONG'}")
     grid = 4 * device_info().multiprocessors
     out = np.zeros(grid, np.float32)
-    print(f"  {time_launch(kernel, x, out, n, config=LaunchConfig(grid=grid, block=BLOCK),
-                          bytes=4 * n)}"
-          "  (x is copied in once; the timed runs read it on the device)")
+    timing = time_launch(kernel, x, out, n, config=LaunchConfig(grid=grid, block=BLOCK),
+                         bytes=4 * n)
+    print(f"  {timing}  (x is copied in once; the timed runs read it on the device)")
     print(f"block_reduction: registers {kernel.num_regs}; {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
