@@ -235,6 +235,14 @@ def _why_not(p: ArchProps, registers: int, block: int, shared: int, dyn: int, ba
     return "; ".join(why) or "no block fits"
 
 
+def _limit(attribute, value, least: int) -> None:
+    """A KernelLimits field is None or an int of at least ``least``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < least):
+        raise PtxforgeError(f"KernelLimits.{attribute.name}: expected None or an int >= {least}, "
+                            f"got {value!r}")
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class KernelLimits:
     """A kernel's own launch limits, as it declares them or ptxas and the driver report:
@@ -248,9 +256,12 @@ class KernelLimits:
         0
     """
 
-    max_threads: Optional[int] = None
-    required_threads: Optional[int] = None
-    max_dynamic_shared: Optional[int] = None
+    max_threads: Optional[int] = attrs.field(default=None,
+                                             validator=lambda i, a, v: _limit(a, v, 1))
+    required_threads: Optional[int] = attrs.field(default=None,
+                                                  validator=lambda i, a, v: _limit(a, v, 1))
+    max_dynamic_shared: Optional[int] = attrs.field(default=None,
+                                                    validator=lambda i, a, v: _limit(a, v, 0))
 
 
 _NO_LIMITS = KernelLimits()

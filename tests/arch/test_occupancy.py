@@ -92,7 +92,8 @@ def test_to_dict_stable_keys():
      ["shared memory", "300000 bytes", "301056", "167936"]),
     (dict(registers=255, block_size=1024), "registers",
      ["registers", "262144 registers", "65536", "at most 64 registers/thread"]),
-    (dict(registers=32, block_size=1024, kernel_limits=KernelLimits(required_threads=128)), "reqntid",
+    (dict(registers=32, block_size=1024,
+          kernel_limits=KernelLimits(required_threads=128)), "reqntid",
      ["exactly 128 threads", "a block of 1024"]),
     (dict(registers=32, block_size=512, kernel_limits=KernelLimits(max_threads=256)), "block_size",
      ["at most 256 threads", "a block of 512"]),
@@ -104,8 +105,8 @@ def test_a_block_that_cannot_launch_says_why(kwargs, limiter, words):
     for w in words:
         assert w in o.reason, (w, o.reason)
     # the kernel's own limits only bind when they forbid the block size
-    assert occupancy(32, 128, "sm_80",
-                     kernel_limits=KernelLimits(required_threads=128, max_threads=128)).active_blocks == 16
+    both = KernelLimits(required_threads=128, max_threads=128)
+    assert occupancy(32, 128, "sm_80", kernel_limits=both).active_blocks == 16
 
 
 def test_unknown_arch_reason():
@@ -113,3 +114,12 @@ def test_unknown_arch_reason():
 
     assert unknown_arch_reason("sm_90a") is None
     assert "no occupancy table for sm_110" in unknown_arch_reason("sm_110")
+
+
+@pytest.mark.parametrize("field, value", [("max_threads", -5), ("max_threads", "x"),
+                                          ("required_threads", 0), ("max_dynamic_shared", -1),
+                                          ("max_threads", True)])
+def test_kernel_limits_refuse_bad_values_with_a_clear_error(field, value):
+    with pytest.raises(PtxforgeError, match=rf"KernelLimits\.{field}: expected None or an int"):
+        KernelLimits(**{field: value})
+    assert KernelLimits(max_dynamic_shared=0).max_dynamic_shared == 0
