@@ -11,6 +11,7 @@ from ptxforge.cli.common import (
     InputError,
     UsageError,
     add_common,
+    add_jobs,
     count_type,
     emit,
     progress_printer,
@@ -29,6 +30,7 @@ def add(sub) -> None:
                        description="Analyse every kernel of a PTX file ('-' reads stdin).")
     a.add_argument("file", metavar="FILE.ptx|FILE.cubin")
     add_common(a)
+    add_jobs(a)
     a.add_argument("--no-compile", action="store_true",
                    help="skip ptxas; occupancy uses the liveness estimate")
     a.add_argument("--top", default=10, type=count_type,
@@ -73,9 +75,11 @@ def run(args) -> int:
         report = analyze_cubin(data, name, spec, kernel=args.kernel)
         emit(args, report.to_dict() if args.json else None, report.to_text)
         return EXIT_OK
+    # the SASS explanations are read at once when every kernel's will be printed
+    explain = True if args.json or args.full else False if args.summary else None
     res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
                       kernel=args.kernel, request=request_from_args(args),
-                      progress=progress_printer(args))
+                      progress=progress_printer(args), explain=explain, jobs=args.jobs)
     progress_printer(args, done=True)
     if entry is not None:
         res = triton_cache.with_n_spills_note(res)

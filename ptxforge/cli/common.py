@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "add_common",
     "add_compile_options",
+    "add_jobs",
     "arch_type",
     "caps_type",
     "count_type",
@@ -132,6 +133,14 @@ def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = T
         sp.add_argument("--kernel", metavar="NAME",
                         help="analyse only this kernel (default: every .entry)")
     sp.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+
+def add_jobs(sp) -> None:
+    """``--jobs N``: worker processes for the kernels and files (default: the cores)."""
+    sp.add_argument("--jobs", "-j", type=int_range(1, 1024, "job count"), default=None,
+                    metavar="N",
+                    help="worker processes for kernels and files (default: the cores this "
+                         "process may use; the output is the same for every N)")
 
 
 # --- input and output -------------------------------------------------------------------------

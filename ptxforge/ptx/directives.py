@@ -24,28 +24,25 @@ __all__ = ["PtxEntry", "PtxTarget", "ptx_entries", "ptx_target", "with_maxnreg",
            "with_version", "mask_comments"]
 
 
+#: A string (kept as it is: ``//`` inside one is not a comment), a line or a block comment.
+_COMMENT_OR_STRING = re.compile(r'"[^"]*(?:"|\Z)|//[^\n]*|/\*(?:.*?\*/|.*\Z)', re.S)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _blank(m: re.Match) -> str:
+    text = m.group(0)
+    return text if text[0] == '"' else _NOT_NEWLINE.sub(" ", text)
+
+
 def mask_comments(ptx: str) -> str:
-    """``ptx`` with comments blanked (newlines kept): offsets and line numbers stay valid."""
-    out = list(ptx)
-    i, n = 0, len(ptx)
-    while i < n:
-        c = ptx[i]
-        if c == '"':
-            j = ptx.find('"', i + 1)
-            i = n if j < 0 else j + 1
-        elif ptx.startswith("//", i):
-            j = ptx.find("\n", i)
-            j = n if j < 0 else j
-            out[i:j] = " " * (j - i)
-            i = j
-        elif ptx.startswith("/*", i):
-            j = ptx.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out[i:j] = ["\n" if ch == "\n" else " " for ch in ptx[i:j]]
-            i = j
-        else:
-            i += 1
-    return "".join(out)
+    """``ptx`` with comments blanked (newlines kept): offsets and line numbers stay valid.
+
+    Example::
+
+        >>> mask_comments('add.s32 %r1, %r2, 1; // x\\n/* a\\nb */ "//s"')
+        'add.s32 %r1, %r2, 1;     \\n    \\n     "//s"'
+    """
+    return _COMMENT_OR_STRING.sub(_blank, ptx)
 
 
 @attrs.frozen(slots=True, kw_only=True)

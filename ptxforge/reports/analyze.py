@@ -70,9 +70,9 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 import attrs
 
 from ptxforge.analysis.gc_pause import gc_paused
-from ptxforge.analysis.mix import InstructionMix, instruction_mix
-from ptxforge.analysis.pressure import PressureReport, analyze_pressure
-from ptxforge.analysis.prediction import Prediction, predict_registers
+from ptxforge.analysis.mix import InstructionMix
+from ptxforge.analysis.pressure import PressureReport
+from ptxforge.analysis.prediction import Prediction
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
@@ -81,11 +81,13 @@ from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.parse import parse
 
-from .analyze_text import render_kernel, render_module
+from .analyze_text import SUMMARY_ABOVE, render_kernel, render_module
+from .kernel_pool import kernel_part, make_pool
 
 if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
     from ptxforge.toolchain.compile import CompileRequest, KernelStats
 
+    from .analyze_compile import SassGaps
     from .gap import Gap
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .names import match_kernels
@@ -184,8 +186,19 @@ class KernelAnalysis:
     callers: tuple = ()                    # for a .func: the functions that call it
     mode_note: Optional[str] = None        # relocatable vs whole-program (toolchain.modes)
     prediction: Optional[Prediction] = None  # ptxas's count predicted from the PTX
-    gap: Optional[Gap] = None              # REGCOUNT - estimate, from the SASS
-    gap_note: Optional[str] = None         # why the notes are the PTX's guesses (no SASS)
+    #: the SASS explanations, computed when :attr:`gap` is first read (entries compiled)
+    sass: Optional[SassGaps] = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def gap(self) -> Optional[Gap]:
+        """REGCOUNT − estimate explained from the SASS (None: not compiled, not an entry,
+        or the SASS could not be read); computed on first use."""
+        return None if self.sass is None else self.sass.gap(self.name)
+
+    @property
+    def gap_note(self) -> Optional[str]:
+        """Why the notes are the PTX's guesses (the SASS could not be read), or None."""
+        return None if self.sass is None else self.sass.note(self.name)
 
     @property
     def estimate(self) -> Estimate:
@@ -382,7 +395,8 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
                    request: Optional[CompileRequest] = None,
-                   progress=None) -> ModuleAnalysis:
+                   progress=None, explain: Optional[bool] = False,
+                   jobs: Optional[int] = 1) -> ModuleAnalysis:
     """Analyse the kernels of ``module`` for the launch ``spec`` describes.
 
     ``spec`` is a :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name, short for
@@ -400,7 +414,14 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
     nvJitLink raises :class:`~ptxforge.errors.CompilerCrashError` instead of ending this
     process (the first compile starts the worker: about 0.1 s once per process).
     ``progress(i, n, name)``, when given, is called before each of several kernels (the
-    CLI's progress line on a terminal).
+    CLI's progress line on a terminal).  ptxas runs in the background while the kernels are
+    analysed; each entry's ``gap`` (explained from the SASS) is computed when first read,
+    and ``explain=True`` reads the SASS as soon as ptxas is done (for callers that will read
+    every gap, e.g. the JSON report); ``None`` does so when at most
+    :data:`~ptxforge.reports.analyze_text.SUMMARY_ABOVE` kernels are analysed (the text
+    report prints each kernel's section, with its gap, up to that many).  ``jobs`` above 1
+    (None: the cores) analyses the kernels in that many worker processes
+    (:mod:`.kernel_pool`) when the module is big enough to gain; the result is the same.
 
     Example::
 
@@ -413,134 +434,143 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
     """
     with gc_paused():
         return _analyze_module(module, launch_spec(spec), compile, kernel, ptx, file, request,
-                               progress)
-
-
-def _constant_banks(compiled) -> dict:
-    """``{function: (bytes of constant bank 0, parameter bytes)}`` from the cubin (the log
-    omits ``cmem[0]`` on sm_90 and newer, and never gives the parameter bytes)."""
-    from .cubin import param_bytes
-
-    try:
-        info = compiled.cubin_info()
-    except PtxforgeError:
-        return {}
-    return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
+                               progress, explain, jobs)
 
 
 def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
-                    request: Optional[CompileRequest], progress=None) -> ModuleAnalysis:
-    """The body of :func:`analyze_module` (run with the collector paused)."""
+                    request: Optional[CompileRequest], progress=None,
+                    explain: Optional[bool] = False, jobs: Optional[int] = 1
+                    ) -> ModuleAnalysis:
+    """The body of :func:`analyze_module` (run with the collector paused): ptxas runs in
+    the background (:mod:`.analyze_compile`) while the kernels are analysed."""
     tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
-    block, dynamic_shared = spec.block, spec.dynamic_shared
     chosen = _select(module, kernel, file)
-    compiled, by_name, banks, mode_notes, gaps, gap_note = None, {}, {}, {}, {}, None
-    if compile:
-        from ptxforge.toolchain.compile import CompileRequest
-        from ptxforge.toolchain.modes import prune_to, relocatable_notes
+    if explain is None:
+        explain = len(chosen) <= SUMMARY_ABOVE
+    pool = make_pool(module, chosen, tgt, ptx, jobs)   # forks: before ptxas's thread starts
+    try:
+        side = None
+        if compile:
+            from .analyze_compile import start_compile
 
-        request = request or CompileRequest()
-        # line info for the SASS trace: it does not change the code (tests/reports/
-        # test_analyze_gap.py checks every corpus kernel's SASS and registers)
-        options = attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
-        compiled = request.compile(module if ptx is None else ptx, tgt, options)
-        by_name = {s.name: s for s in compiled.kernels}
-        banks = _constant_banks(compiled)
-        if compiled.mode == "relocatable":
-            mode_notes = relocatable_notes(compiled, module if ptx is None else ptx, tgt)
-        gaps, gap_note = _sass_gaps(compiled, module, ptx, [k for k in chosen if k.is_entry])
-    out, funcs = [], None
-    unknown = unknown_arch_reason(tgt)
-    for i, k in enumerate(chosen):
+            side = start_compile(module if ptx is None else ptx, request, tgt, chosen, module,
+                                 prefetch=explain)
         if progress is not None and len(chosen) > 1:   # e.g. the CLI's line on a terminal
-            progress(i, len(chosen), k.name)
-        mix = instruction_mix(k)
-        pressure = analyze_pressure(k)
-        local = local_array_bytes(k)
-        threads, block_source = resolve_block(k, block)
-        stats = stats_note = None
-        callers = () if k.is_entry else callers_of(module, k.name)
-        if compiled is not None:
-            if k.is_entry:
-                stats = by_name.get(k.name)
-            else:
-                funcs = funcs or _function_build(compiled, module if ptx is None else ptx, tgt)
-                stats, stats_note = function_stats(funcs, k.name, local)
-                if funcs is not compiled:
-                    stats_note = "; ".join(n for n in (stats_note, _FUNC_NOTE) if n)
-        cb0, params = None, None
-        if stats is not None:
-            cb0 = getattr(stats, "constant_bank0", None)
-            bank, params = banks.get(k.name, (None, None))
-            if cb0 is None:
-                cb0 = bank or None
-            kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
+            progress(0, len(chosen), chosen[0].name)
+        if pool is not None:
+            parts = pool.parts()
+            known: dict = {}
         else:
-            kw = dict(shared=static_shared_bytes(module, k))
-        kw["dynamic_shared"] = dynamic_shared
-        occ = occ_est = cliffs = None
-        note = unknown
-        if not k.is_entry:
-            note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
-                    "on its own, so it has no occupancy; its registers and stack count toward "
-                    "each kernel that calls it"
-                    + (f" ({', '.join(display_name(c) or c for c in callers)})" if callers
-                       else no_caller_note(module, k.name)))
-        elif unknown is None:
-            lim = launch_limits(k, stats)
-            est = min(pressure.peak.units, register_limit(tgt))
-            occ_est = occupancy(est, threads, tgt, **kw, kernel_limits=lim)
-            occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
-                                                          kernel_limits=lim)
-            cliffs = cliffs_at(occ.registers, threads, tgt, **kw, kernel_limits=lim)
-        prediction = predict_registers(k, live_units=pressure.peak.units, target=tgt)
-        out.append(KernelAnalysis(
-            name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, mix=mix,
-            pressure=pressure, stats=stats, occupancy=occ, occupancy_estimate=occ_est,
-            cliffs=cliffs, kernel=k, occupancy_note=note, block_source=block_source,
-            dynamic_shared=dynamic_shared, local_bytes=local, constant_bank0=cb0,
-            param_bytes=params, stats_note=stats_note, callers=callers,
-            mode_note=mode_notes.get(k.name), prediction=prediction, gap=gaps.get(k.name),
-            gap_note=gap_note if compiled is not None and k.is_entry else None))
-    note = compiled.note if compiled is not None else None   # e.g. debug PTX at -O0
-    notes = tuple(n for n in (arch_note, note) if n)
+            parts, known = _parts_here(chosen, tgt, progress)
+        if side is None:
+            out = [_kernel_analysis(module, k, part, tgt, spec) for k, part in zip(chosen, parts)]
+            return _module_analysis(module, file, tgt, arch_source, spec,
+                                    tuple(n for n in (arch_note,) if n), out)
+        res = side.result()
+        compiled = res.compiled
+        gaps = side.gaps(module, ptx, [k for k in chosen if k.is_entry], **known)
+        if pool is not None and explain and res.sass is not None and res.sass[0] is not None:
+            gaps.prefill(pool.gaps(res.sass[0], {s.name: s for s in compiled.kernels}))
+    finally:
+        if pool is not None:
+            pool.close()
+    ctx = _Compiled(res, gaps, module if ptx is None else ptx,
+                    stats={s.name: s for s in compiled.kernels})
+    out = [_kernel_analysis(module, k, part, tgt, spec, ctx) for k, part in zip(chosen, parts)]
+    notes = tuple(n for n in (arch_note, compiled.note) if n)   # e.g. debug PTX at -O0
+    return _module_analysis(module, file, tgt, arch_source, spec, notes, out, compiled)
+
+
+def _parts_here(chosen: list, tgt: str, progress) -> tuple:
+    """Each kernel's PTX part in this process, and the liveness and pressure by name (the
+    SASS gaps use them again)."""
+    parts, live, pressures = [], {}, {}
+    for i, k in enumerate(chosen):
+        if progress is not None and len(chosen) > 1 and i:
+            progress(i, len(chosen), k.name)
+        mix, lv, pressure, prediction = kernel_part(k, tgt)
+        parts.append((mix, pressure, prediction))
+        live[k.name], pressures[k.name] = lv, pressure
+    return parts, {"liveness": live, "pressures": pressures}
+
+
+@attrs.define(slots=True)
+class _Compiled:
+    """The compiled side of one module's analysis, for each kernel of it."""
+
+    res: object
+    gaps: object
+    source: object
+    funcs: object = None
+    stats: dict = attrs.Factory(dict)      # the entries' KernelStats by name
+
+
+def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spec: LaunchSpec,
+                     ctx: Optional[_Compiled] = None) -> KernelAnalysis:
+    """One kernel's analysis from its PTX part and (compiled) the build's figures."""
+    mix, pressure, prediction = part
+    local = local_array_bytes(k)
+    threads, block_source = resolve_block(k, spec.block)
+    stats = stats_note = None
+    callers = () if k.is_entry else callers_of(module, k.name)
+    cb0 = params = None
+    if ctx is not None:
+        compiled = ctx.res.compiled
+        if k.is_entry:
+            stats = ctx.stats.get(k.name)
+        else:
+            ctx.funcs = ctx.funcs or _function_build(compiled, ctx.source, tgt)
+            stats, stats_note = function_stats(ctx.funcs, k.name, local)
+            if ctx.funcs is not compiled:
+                stats_note = "; ".join(n for n in (stats_note, _FUNC_NOTE) if n)
+    if stats is not None:
+        assert ctx is not None
+        cb0 = getattr(stats, "constant_bank0", None)
+        bank, params = ctx.res.banks.get(k.name, (None, None))
+        if cb0 is None:
+            cb0 = bank or None
+        kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
+    else:
+        kw = dict(shared=static_shared_bytes(module, k))
+    kw["dynamic_shared"] = spec.dynamic_shared
+    occ = occ_est = cliffs = None
+    note = unknown_arch_reason(tgt)
+    if not k.is_entry:
+        note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
+                "on its own, so it has no occupancy; its registers and stack count toward "
+                "each kernel that calls it"
+                + (f" ({', '.join(display_name(c) or c for c in callers)})" if callers
+                   else no_caller_note(module, k.name)))
+    elif note is None:
+        lim = launch_limits(k, stats)
+        est = min(pressure.peak.units, register_limit(tgt))
+        occ_est = occupancy(est, threads, tgt, **kw, kernel_limits=lim)
+        occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
+                                                      kernel_limits=lim)
+        cliffs = cliffs_at(occ.registers, threads, tgt, **kw, kernel_limits=lim)
+    return KernelAnalysis(
+        name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, mix=mix,
+        pressure=pressure, stats=stats, occupancy=occ, occupancy_estimate=occ_est,
+        cliffs=cliffs, kernel=k, occupancy_note=note, block_source=block_source,
+        dynamic_shared=spec.dynamic_shared, local_bytes=local, constant_bank0=cb0,
+        param_bytes=params, stats_note=stats_note, callers=callers,
+        mode_note=None if ctx is None else ctx.res.mode_notes.get(k.name),
+        prediction=prediction, sass=ctx.gaps if ctx is not None and k.is_entry else None)
+
+
+def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str,
+                     spec: LaunchSpec, notes: tuple, out: list,
+                     compiled=None) -> ModuleAnalysis:
     notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse
-    tool = (compiled.tool or None) if compiled is not None else None
-    backend = version = mode = None
+    tool = backend = version = mode = None
     if compiled is not None:
+        tool = compiled.tool or None
         backend, version, mode = compiled.backend, compiled.tool_version_text, compiled.mode
     return ModuleAnalysis(
-        file=file, arch=tgt, block_size=DEFAULT_BLOCK if block is None else block,
+        file=file, arch=tgt, block_size=DEFAULT_BLOCK if spec.block is None else spec.block,
         compiled=compiled is not None, backend=backend, ptx_version=module.version,
         ptx_target=module.target, kernels=tuple(out), arch_source=arch_source, notes=notes,
-        dynamic_shared=dynamic_shared, tool=tool, tool_version=version, mode=mode)
-
-
-def _sass_gaps(compiled, module: ir.Module, ptx, entries) -> tuple:
-    """``({kernel: Gap}, note)``: REGCOUNT − estimate per entry, explained from the SASS (one
-    nvdisasm run for the module); no gaps and a note saying why when the SASS is unread."""
-    if not entries or compiled.cubin is None:
-        return {}, None
-    from ptxforge.errors import BackendUnavailableError
-    from ptxforge.toolchain.sass import sass_liveness
-
-    from .sass import kernel_reports
-
-    why = None
-    try:
-        sass = sass_liveness(compiled)
-        if ptx is None:
-            from ptxforge.ptx.emit import emit
-            ptx = emit(module, line_info=True)
-        reports = kernel_reports(compiled, sass, module, ptx, entries)
-    except BackendUnavailableError as exc:
-        why = f"nvdisasm is unavailable ({str(exc).splitlines()[0]})"
-    except PtxforgeError as exc:
-        why = f"the SASS could not be read ({str(exc).splitlines()[0]})"
-    if why is not None:
-        return {}, (f"These notes are guessed from the PTX, not measured on the SASS: {why}; "
-                    "`pip install nvidia-cuda-nvdisasm` for the SASS-derived reasons.")
-    return {r.name: r.gap for r in reports if r.gap is not None}, None
+        dynamic_shared=spec.dynamic_shared, tool=tool, tool_version=version, mode=mode)
 
 
 _FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "
@@ -570,11 +600,13 @@ def _is_cubin(data) -> bool:
 def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
                 spec: Union[LaunchSpec, str, int, None] = None, *, compile: bool = True,
                 strict: bool = True, kernel: Optional[Union[str, Sequence[str]]] = None,
-                request: Optional[CompileRequest] = None, progress=None) -> ModuleAnalysis:
+                request: Optional[CompileRequest] = None, progress=None,
+                explain: Optional[bool] = False, jobs: Optional[int] = 1) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
     ``spec`` (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name), ``compile``,
-    ``kernel``, ``request`` and ``progress`` are :func:`analyze_module`'s.  Raises
+    ``kernel``, ``request``, ``progress``, ``explain`` and ``jobs`` are
+    :func:`analyze_module`'s.  Raises
     :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX, and a
     PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given a
     cubin.  ``strict=False`` (the CLI's ``--lenient``) turns the parser's strict checks
@@ -597,4 +629,5 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
     with gc_paused():
         module = parse(text, file, strict=strict)
         return analyze_module(module, spec, compile, kernel=kernel, ptx=text, file=file,
-                              request=request, progress=progress)
+                              request=request, progress=progress, explain=explain,
+                              jobs=jobs)

@@ -60,7 +60,7 @@ from .gap import Gap, explain_gap
 from .names import match_kernel, short_labels
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
-from .sass_trace import KernelTrace, trace_kernel
+from .sass_trace import KernelTrace, PtxLines, trace_kernel
 
 __all__ = ["SCHEMA", "RESERVED", "SassKernelReport", "SassReport", "kernel_reports",
            "sass_report"]
@@ -301,8 +301,7 @@ def _is_cubin(source) -> bool:
 
 def _kernel_report(name: str, sass: SassLiveness, **kw) -> SassKernelReport:
     fn = sass.function(name)
-    callees = tuple(sass.function(c) for c in sass.call_graph(name)[1:]
-                    if c in {f.name for f in sass.functions})
+    callees = tuple(sass.function(c) for c in sass.call_graph(name)[1:] if sass.has(c))
     return SassKernelReport(name=name, function=fn, callees=callees, **kw)
 
 
@@ -350,22 +349,28 @@ def sass_report(source, spec: Union[LaunchSpec, str, int, None] = None, *,
 
 
 def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,
-                   kernels) -> tuple:
+                   kernels, *, lines: Optional[PtxLines] = None,
+                   liveness: Optional[dict] = None, pressures: Optional[dict] = None
+                   ) -> tuple:
     """A traced, explained :class:`SassKernelReport` per kernel of ``kernels`` (``ir.Kernel``
     entries of ``module``): ``compiled`` is its :class:`~ptxforge.toolchain.compile.Compiled`
     (built with line info), ``sass`` that cubin's liveness and ``text`` the PTX ptxas compiled
-    (its line numbers are the SASS's PTX lines).  ``ptxforge analyze`` uses it for the gap."""
+    (its line numbers are the SASS's PTX lines).  ``ptxforge analyze`` uses it for the gap;
+    ``lines`` (the text's :class:`~ptxforge.reports.sass_trace.PtxLines`) and ``liveness``
+    (``{kernel name: Liveness}``) and ``pressures`` (``{kernel name: PressureReport}``) save
+    work the caller has done already."""
     from ptxforge.analysis.liveness import analyze_liveness
     from ptxforge.analysis.pressure import analyze_pressure
 
     reports = []
+    lines = lines if lines is not None else PtxLines(text)   # the text indexed once
     for k in kernels:
-        live = analyze_liveness(k)
-        pr = analyze_pressure(k, liveness=live)
+        live = (liveness or {}).get(k.name) or analyze_liveness(k)
+        pr = (pressures or {}).get(k.name) or analyze_pressure(k, liveness=live)
         rep = _kernel_report(
             k.name, sass, estimate=Estimate(registers=pr.peak.units, predicates=pr.pred_peak.units),
             estimate_index=pr.peak.index, estimate_instruction=pr.peak.instruction,
             stats=compiled[k.name])
-        trace = trace_kernel(rep.function, k, text, module)
+        trace = trace_kernel(rep.function, k, module=module, lines=lines)
         reports.append(attrs.evolve(rep, trace=trace, gap=explain_gap(rep, trace, live)))
     return tuple(reports)

@@ -43,6 +43,7 @@ __all__ = [
     "LoopTrace",
     "RegisterValue",
     "loc_text",
+    "PtxLines",
     "ptx_line_map",
     "trace_kernel",
 ]
@@ -50,6 +51,8 @@ __all__ = [
 #: Kinds that say what a register holds (the rest are not traced).
 TRACED_KINDS = ("ptx", "merged", "temporary", "stack pointer", "call clobber")
 _GUARD = re.compile(r"^@!?%?\w+\s+")
+_LABEL = re.compile(r"^[\w$.]+:\s*")
+_CALLPROTO = re.compile(r"^[\w$]+\s*:\s*\.callprototype")
 _SP_ADJUST = re.compile(r"^(?:IADD3|VIADD) R1, R1, -?0x[0-9a-f]+\b")
 _SP = re.compile(r"^(?:MOV|IMAD\.MOV\.U32) R1, (?:RZ, RZ, )?c\[0x0\]\[0x28\]")
 
@@ -62,25 +65,59 @@ def loc_text(loc: ir.SourceLoc | None) -> str | None:
     return parts[0] + "".join(f" (inlined at {p})" for p in parts[1:])
 
 
-def _header(text: str, name: str) -> int | None:
-    """Where the parameter list of ``name``'s definition (not a declaration) starts."""
-    for m in re.finditer(r"\.(?:entry|func)\b[^;{]*?[\s)]" + re.escape(name) + r"\s*(?=\(|$)",
-                         text, re.MULTILINE):
-        semi, brace = text.find(";", m.end()), text.find("{", m.end())
-        if brace >= 0 and (semi < 0 or brace < semi):
-            return m.end()
-    return None
+_DEFINITION = re.compile(r"\.(?:entry|func)\b[^;{]*?[\s)]([\w$][\w$.]*)\s*(?=\(|$)", re.MULTILINE)
+
+
+class PtxLines:
+    """The PTX text a module was parsed from, indexed once: its lines and where each
+    function's definition starts, so that :meth:`line_map` costs one function's lines (not
+    the whole text) and the maps of a module's kernels cost the text once in all.
+
+    Example::
+
+        >>> from ptxforge.ptx.parse import parse
+        >>> text = ".version 8.0\\n.target sm_80\\n.address_size 64\\n.entry k()\\n{\\nret;\\n}\\n"
+        >>> PtxLines(text).line_map(parse(text).kernels[0])
+        {6: 0}
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self._starts: dict[str, int] = {}      # name -> 1-based line of its parameter list
+        self._maps: dict[str, dict[int, int]] = {}
+        line, pos = 1, 0
+        for m in _DEFINITION.finditer(text):
+            name = m.group(1)
+            semi, brace = text.find(";", m.end()), text.find("{", m.end())
+            if name in self._starts or brace < 0 or (0 <= semi < brace):
+                continue   # a declaration, or a second definition (the first one counts)
+            line += text.count("\n", pos, m.end())
+            pos = m.end()
+            self._starts[name] = line
+
+    def line_map(self, kernel: ir.Kernel) -> dict:
+        """``{PTX line number (1-based): instruction index}`` for ``kernel`` (computed once
+        per name); see :func:`ptx_line_map`."""
+        out = self._maps.get(kernel.name)
+        if out is None:
+            start = self._starts.get(kernel.name)
+            out = {} if start is None else _walk(self.lines, start, kernel)
+            self._maps[kernel.name] = out
+        return out
 
 
 def ptx_line_map(text: str, kernel: ir.Kernel) -> dict:
     """``{PTX line number (1-based): instruction index}`` for ``kernel`` in the PTX ``text``
     it was parsed from (an instruction spanning lines is at its first).  Empty when the text's
-    instructions do not line up with the kernel's (same count and opcodes)."""
-    start = _header(text, kernel.name)
-    if start is None:
-        return {}
-    line = text.count("\n", 0, start) + 1
-    lines = text.split("\n")
+    instructions do not line up with the kernel's (same count and opcodes).  For several
+    kernels of one text, :class:`PtxLines` indexes the text once."""
+    return PtxLines(text).line_map(kernel)
+
+
+def _walk(lines: list, line: int, kernel: ir.Kernel) -> dict:
+    """The line map of ``kernel``, whose definition's parameter list is on ``line``: its
+    body's lines, from there to the closing brace."""
     out: dict[int, int] = {}
     depth, opened, in_stmt, directive = 0, False, False, False
     for n in range(line, len(lines) + 1):
@@ -97,11 +134,11 @@ def ptx_line_map(text: str, kernel: ir.Kernel) -> dict:
             break
         if not raw or not opened:
             continue
-        if raw.startswith(".") or re.match(r"^[\w$]+\s*:\s*\.callprototype", raw):
+        if raw.startswith(".") or _CALLPROTO.match(raw):
             directive = ";" not in raw and not raw.startswith((".loc", ".file"))
             continue
-        if re.match(r"^[\w$.]+:", raw):
-            raw = re.sub(r"^[\w$.]+:\s*", "", raw)
+        if _LABEL.match(raw):
+            raw = _LABEL.sub("", raw)
             if not raw:
                 continue
         out[n] = len(out)
@@ -113,7 +150,7 @@ def ptx_line_map(text: str, kernel: ir.Kernel) -> dict:
         return {}
     for n, k in out.items():
         word = _GUARD.sub("", lines[n - 1].split("//", 1)[0].strip().lstrip("{").strip())
-        word = re.sub(r"^[\w$.]+:\s*", "", word).split(None, 1)[0].rstrip(";")
+        word = _LABEL.sub("", word).split(None, 1)[0].rstrip(";")
         if word != ins[k].opcode:
             return {}
     return out
@@ -229,18 +266,33 @@ def _unit_of(sass_text: str, reg: int, sizes: list) -> tuple:
     return 0, 0
 
 
+def _reachable(kernel: ir.Kernel, others: tuple) -> list:
+    """The functions of ``others`` that ``kernel`` names (calls or takes the address of),
+    directly or through each other: the ``.func`` bodies ptxas may have compiled into it."""
+    by_name = {f.name: f for f in others if f.body is not None and f.name != kernel.name}
+    out, todo, seen = [], [kernel], {kernel.name}
+    while todo and by_name:
+        for inst in todo.pop().instructions:
+            for op in inst.operands:
+                f = by_name.get(op.name) if isinstance(op, ir.Symbol) else None
+                if f is not None and f.name not in seen:
+                    seen.add(f.name)
+                    out.append(f)
+                    todo.append(f)
+    return out
+
+
 class _Tracer:
-    def __init__(self, fn, kernel: ir.Kernel | None, text: str | None,
+    def __init__(self, fn, kernel: ir.Kernel | None, lines: PtxLines | None,
                  others: tuple = ()) -> None:
         self.fn, self.kernel = fn, kernel
         self.lines: dict[int, int] = {}
         self.where: dict[int, tuple[ir.Kernel, int]] = {}
-        if kernel is not None and text:
-            self.lines = ptx_line_map(text, kernel)
+        if kernel is not None and lines is not None:
+            self.lines = lines.line_map(kernel)
             self.where = {n: (kernel, k) for n, k in self.lines.items()}
-            for f in others if self.lines else ():   # .func bodies ptxas compiled into it
-                if f.name != kernel.name and f.body is not None:
-                    self.where.update({n: (f, k) for n, k in ptx_line_map(text, f).items()})
+            for f in _reachable(kernel, others) if self.lines else ():
+                self.where.update({n: (f, k) for n, k in lines.line_map(f).items()})
         self.rd = ReachingDefs(fn)
         self._defv: dict = {}
 
@@ -374,13 +426,18 @@ def _loops(fn, kernel: ir.Kernel, lines: dict) -> tuple:
 
 
 def trace_kernel(fn, kernel: ir.Kernel | None = None, ptx_text: str | None = None,
-                 module: ir.Module | None = None) -> KernelTrace:
+                 module: ir.Module | None = None, *, lines: PtxLines | None = None
+                 ) -> KernelTrace:
     """Trace the registers of SASS function ``fn`` (a
     :class:`~ptxforge.toolchain.sass.SassFunction`) to the PTX values of ``kernel`` (the IR
     parsed from ``ptx_text``, the PTX ptxas compiled): at the GPR peak, per source line and
     per PTX loop.  Without the kernel or its text only the kinds ptxas makes are known;
-    ``module`` (the whole IR) lets code ptxas compiled from ``.func`` bodies be traced too."""
-    tr = _Tracer(fn, kernel, ptx_text, module.kernels if module is not None else ())
+    ``module`` (the whole IR) lets code ptxas compiled from ``.func`` bodies be traced too;
+    ``lines``, the text's :class:`PtxLines`, saves indexing the text again for each kernel of
+    a module (give ``ptx_text`` or ``lines``)."""
+    if lines is None and ptx_text:
+        lines = PtxLines(ptx_text)
+    tr = _Tracer(fn, kernel, lines, module.kernels if module is not None else ())
     peak = fn.peak("GPR")
     k_peak = None
     if peak.instructions:

@@ -304,11 +304,22 @@ class SassLiveness:
     functions: tuple
     line_info: bool = False   # source lines were found (nvdisasm -gi)
     ptx_lines: bool = False   # PTX lines were found (nvdisasm -gp)
+    _by_name: dict = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:   # the functions by name, for lookups per kernel
+        by: dict = {}
+        for f in self.functions:
+            by.setdefault(f.name, f)
+        object.__setattr__(self, "_by_name", by)
+
+    def has(self, name: str) -> bool:
+        """Whether the cubin has a function ``name``."""
+        return name in self._by_name
 
     def function(self, name: str) -> SassFunction:
-        for f in self.functions:
-            if f.name == name:
-                return f
+        f = self._by_name.get(name)
+        if f is not None:
+            return f
         raise PtxforgeError(f"sass: no function {name!r} in the cubin; it has: "
                             f"{', '.join(f.name for f in self.functions) or 'none'}")
 
@@ -318,7 +329,7 @@ class SassLiveness:
 
     def call_graph(self, name: str) -> tuple:
         """``name`` and every function it reaches through ``.nv.callgraph`` (sorted after it)."""
-        by = {f.name: f for f in self.functions}
+        by = self._by_name
         seen, todo = {name}, [name]
         while todo:
             f = by.get(todo.pop())

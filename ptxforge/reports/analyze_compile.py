@@ -1,0 +1,201 @@
+"""The compiled side of ``analyze``: ptxas in the background while the PTX is analysed, SASS gaps on demand.
+
+:func:`start_compile` runs ptxas (and what only needs its result: the cubin's constant banks,
+the relocatable notes) on a thread, so the Python analysis of the kernels goes on while the
+compiler works; :meth:`CompiledSide.result` waits for it.  The explanation of each kernel's
+gap from the SASS (:class:`SassGaps`) needs nvdisasm and a trace of the kernel: it is computed
+when a kernel's ``gap`` is first asked for, once per kernel, with one nvdisasm run for the
+module; ``prefetch=True`` starts that nvdisasm run as soon as the cubin exists (for callers
+that will print every gap, e.g. the JSON report).
+
+Example::
+
+    >>> side = start_compile(".version 8.0\\n.target sm_80\\n.address_size 64\\n"
+    ...                      ".visible .entry k() { ret; }", None, "sm_80", [])  # doctest: +SKIP
+    >>> side.result().compiled.kernels[0].registers                              # doctest: +SKIP
+    2
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import TYPE_CHECKING, Optional
+
+import attrs
+
+from ptxforge.errors import BackendUnavailableError, PtxforgeError
+from ptxforge.ptx import ir
+
+if TYPE_CHECKING:
+    from ptxforge.toolchain.compile import CompileRequest, Compiled
+
+    from .gap import Gap
+
+__all__ = ["CompiledResult", "CompiledSide", "SassGaps", "read_sass", "start_compile"]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class CompiledResult:
+    """What the compile gave: the build, the cubin's ``{function: (cmem[0], parameter
+    bytes)}`` and the relocatable notes per kernel."""
+
+    compiled: Compiled
+    banks: dict
+    mode_notes: dict
+    sass: Optional[tuple] = None    # (SassLiveness or None, why not) when read at once
+
+
+class SassGaps:
+    """Each entry's gap (REGCOUNT − estimate) explained from the SASS, on demand: nvdisasm
+    runs once for the module when the first gap is asked for (or at once with
+    ``prefetch``), each kernel is traced when its gap is asked for.  Thread-safe."""
+
+    def __init__(self, compiled: Compiled, module: ir.Module, ptx: Optional[str],
+                 entries: list, *, sass: Optional[tuple] = None,
+                 liveness: Optional[dict] = None, pressures: Optional[dict] = None) -> None:
+        self._compiled, self._module, self._ptx = compiled, module, ptx
+        self._entries = {k.name: k for k in entries}
+        self._known = (liveness or {}, pressures or {})   # what the analysis computed already
+        self._lock = threading.Lock()
+        self._sass = sass
+        self._gaps: dict = {}      # name -> (Gap or None, why the trace failed or None)
+        self._lines = None
+
+    def _liveness(self) -> tuple:
+        with self._lock:
+            if self._sass is None:
+                self._sass = read_sass(self._compiled)
+        return self._sass
+
+    def note(self, name: str) -> Optional[str]:
+        """Why entry ``name``'s notes are the PTX's guesses (the SASS could not be read or
+        traced), or None."""
+        if name not in self._entries or self._compiled.cubin is None:
+            return None
+        why = self._liveness()[1] or self._explain(name)[1]
+        if why is None:
+            return None
+        return (f"These notes are guessed from the PTX, not measured on the SASS: {why}; "
+                "`pip install nvidia-cuda-nvdisasm` for the SASS-derived reasons.")
+
+    def gap(self, name: str) -> Optional[Gap]:
+        """The gap of entry ``name`` explained from the SASS; None when it is not an entry
+        of this analysis, the SASS could not be read, or the kernel has no gap."""
+        if name not in self._entries or self._compiled.cubin is None:
+            return None
+        return self._explain(name)[0]
+
+    def prefill(self, explained: dict) -> None:
+        """Take ``{name: (Gap or None, why not)}`` computed elsewhere (worker processes)."""
+        self._gaps.update(explained)
+
+    def _text(self):
+        with self._lock:
+            if self._lines is None:
+                from .sass_trace import PtxLines
+
+                text = self._ptx
+                if text is None:
+                    from ptxforge.ptx.emit import emit
+                    text = emit(self._module, line_info=True)
+                self._lines = PtxLines(text)
+        return self._lines
+
+    def _explain(self, name: str) -> tuple:
+        if name in self._gaps:
+            return self._gaps[name]
+        sass, why = self._liveness()
+        gap = None
+        if sass is not None:
+            from .sass import kernel_reports
+
+            lines = self._text()
+            try:
+                rep = kernel_reports(self._compiled, sass, self._module, lines.text,
+                                     [self._entries[name]], lines=lines,
+                                     liveness=self._known[0], pressures=self._known[1])[0]
+                gap = rep.gap
+            except PtxforgeError as exc:
+                why = f"the SASS could not be read ({str(exc).splitlines()[0]})"
+        self._gaps[name] = (gap, why)
+        return gap, why
+
+
+class CompiledSide:
+    """The compile running in the background (see the module docstring)."""
+
+    def __init__(self, future: concurrent.futures.Future,
+                 pool: concurrent.futures.ThreadPoolExecutor) -> None:
+        self._future, self._pool = future, pool
+
+    def result(self) -> CompiledResult:
+        """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here."""
+        try:
+            return self._future.result()
+        finally:
+            self._pool.shutdown(wait=False)
+
+    def gaps(self, module: ir.Module, ptx: Optional[str], entries: list, **known) -> SassGaps:
+        """The :class:`SassGaps` of this build (``known``: the ``liveness`` and ``pressures``
+        dicts the analysis computed already)."""
+        res = self.result()
+        return SassGaps(res.compiled, module, ptx, entries, sass=res.sass, **known)
+
+
+def read_sass(compiled) -> tuple:
+    """``(SassLiveness, None)`` of a build's cubin, or ``(None, why it could not be read)``."""
+    from ptxforge.toolchain.sass import sass_liveness
+
+    try:
+        return sass_liveness(compiled), None
+    except BackendUnavailableError as exc:
+        return None, f"nvdisasm is unavailable ({str(exc).splitlines()[0]})"
+    except PtxforgeError as exc:
+        return None, f"the SASS could not be read ({str(exc).splitlines()[0]})"
+
+
+def _constant_banks(compiled) -> dict:
+    """``{function: (bytes of constant bank 0, parameter bytes)}`` from the cubin (the log
+    omits ``cmem[0]`` on sm_90 and newer, and never gives the parameter bytes)."""
+    from .cubin import param_bytes
+
+    try:
+        info = compiled.cubin_info()
+    except PtxforgeError:
+        return {}
+    return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
+
+
+def _build(request: CompileRequest, source, tgt: str, options, prefetch: bool
+           ) -> CompiledResult:
+    from ptxforge.toolchain.modes import relocatable_notes
+
+    compiled = request.compile(source, tgt, options)
+    sass = read_sass(compiled) if prefetch and compiled.cubin is not None else None
+    notes = relocatable_notes(compiled, source, tgt) if compiled.mode == "relocatable" else {}
+    return CompiledResult(compiled=compiled, banks=_constant_banks(compiled), mode_notes=notes,
+                          sass=sass)
+
+
+def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: list,
+                  module: Optional[ir.Module] = None, *, prefetch: bool = False
+                  ) -> CompiledSide:
+    """Start compiling ``source`` (PTX text or the module) for ``tgt`` with line info, as
+    ``request`` says (default: the default :class:`~ptxforge.toolchain.compile.
+    CompileRequest`), for the ``chosen`` kernels of ``module``; return at once.
+    ``prefetch=True`` also reads the SASS (nvdisasm) as soon as the cubin exists, for a
+    caller that will ask for every gap."""
+    import attrs as _attrs
+
+    from ptxforge.toolchain.compile import CompileRequest
+    from ptxforge.toolchain.modes import prune_to
+
+    request = request or CompileRequest()
+    # line info for the SASS trace: it does not change the code (tests/reports/
+    # test_analyze_gap.py checks every corpus kernel's SASS and registers)
+    options = _attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(_build, request, source, tgt, options,
+                         prefetch and any(k.is_entry for k in chosen))
+    return CompiledSide(future, pool)

@@ -1,0 +1,76 @@
+"""Every command's cost grows in proportion to the kernels of a file, never faster.
+
+Each command runs on a generated template file of N kernels and on one of 2N (the shape of a
+real many-kernel build: mangled names, inlined helpers, ``.loc`` lines), in this process, and
+the CPU time it takes (this process and the compilers it runs: ptxas, nvdisasm, workers) is
+compared as a ratio measured in the same run: a per-kernel step that costs the whole file
+(the 30-minute trace of a 213-kernel file was kernels² × file size) makes the ratio 3-4; a
+linear one keeps it at 2 or below (fixed costs make it less).  Each figure is the least of
+two runs (the small file's), after a warm-up that pays for imports and first-use caches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import resource
+
+import pytest
+from many_kernels import many_kernels
+
+from ptxforge.cli import main
+
+N = 6
+LIMIT = 2.6   # "more than doubles", with room for the noise of a shared machine
+
+
+def _cpu() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("many")
+    out = {}
+    for n in (N, 2 * N):
+        p = d / f"many{n}.ptx"
+        p.write_text(many_kernels(n))
+        out[n] = p
+    return out
+
+
+COMMANDS = {
+    "analyze": lambda f, d: ["analyze", f, "--json", "--jobs", "1"],
+    "sass": lambda f, d: ["sass", f, "--json"],
+    "report": lambda f, d: ["report", f, "-o", d / "r.html"],
+    "compare": lambda f, d: ["compare", f, f],
+    "check": lambda f, d: ["check", f, "--max-registers", "255"],
+}
+
+
+def _cost(argv) -> float:
+    start = _cpu()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main([str(a) for a in argv])
+    assert code == 0, argv
+    return _cpu() - start
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_twice_the_kernels_cost_at_most_twice(command, files, tmp_path):
+    argv = COMMANDS[command]
+    _cost(argv(files[N], tmp_path))                         # warm-up
+    small = min(_cost(argv(files[N], tmp_path)) for _ in range(2))
+    big = _cost(argv(files[2 * N], tmp_path))
+    assert big / small <= LIMIT, (command, small, big)
+
+
+def test_the_files_double(files):
+    """The premise: the big file has twice the kernels and about twice the text."""
+    from ptxforge.ptx.parse import parse
+
+    small, big = (parse(files[n].read_text()) for n in (N, 2 * N))
+    assert [len([k for k in m.kernels if k.is_entry]) for m in (small, big)] == [N, 2 * N]
+    assert 1.4 <= len(files[2 * N].read_text()) / len(files[N].read_text()) <= 2.1
