@@ -7,6 +7,7 @@ import os
 import attrs
 
 from ptxforge.cli.common import (
+    EXIT_FAILURE,
     EXIT_OK,
     InputError,
     UsageError,
@@ -14,11 +15,13 @@ from ptxforge.cli.common import (
     add_jobs,
     count_type,
     emit,
+    message,
     progress_printer,
     read_input,
     request_from_args,
     spec_from_args,
 )
+from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "run"]
 
@@ -27,8 +30,11 @@ def add(sub) -> None:
     """Add the ``analyze`` sub-command to the sub-parsers ``sub``."""
     a = sub.add_parser("analyze", help="per-kernel registers, instruction mix, pressure peak, "
                                        "ptxas figures and occupancy",
-                       description="Analyse every kernel of a PTX file ('-' reads stdin).")
-    a.add_argument("file", metavar="FILE.ptx|FILE.cubin")
+                       description="Analyse every kernel of PTX files or cubins ('-' reads "
+                                   "stdin); a folder is searched for them (and Triton cache "
+                                   "entries), several files or folders are analysed in turn "
+                                   "(--jobs at a time).")
+    a.add_argument("files", nargs="+", metavar="FILE.ptx|FILE.cubin|DIR")
     add_common(a)
     add_jobs(a)
     a.add_argument("--no-compile", action="store_true",
@@ -48,6 +54,21 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Run the command; the exit status."""
+    if len(args.files) > 1 or (args.files[0] != "-" and os.path.isdir(args.files[0])
+                               and not _triton_dir(args.files[0])):
+        return _run_many(args)
+    args.file = args.files[0]
+    return _run_one(args)
+
+
+def _triton_dir(path: str) -> bool:
+    from ptxforge.frontends import triton_cache
+
+    return bool(triton_cache.scan(path))
+
+
+def _run_one(args) -> int:
+    """One file (or one Triton cache): its report."""
     from ptxforge.frontends import triton_cache
     from ptxforge.reports.analyze import analyze_ptx
 
@@ -87,3 +108,68 @@ def run(args) -> int:
           lambda: res.to_text(args.top, args.by,
                               True if args.summary else False if args.full else None))
     return EXIT_OK
+
+
+def _run_many(args) -> int:
+    """Several files and folders: each file's report in turn (the files analysed ``--jobs``
+    at a time, the output in the order given; JSON: a list of the files' reports); a file
+    that cannot be analysed is named on standard error and the others still are (exit 1)."""
+    import json
+    import sys
+
+    from ptxforge._parallel import ordered_map
+    from ptxforge.frontends.inputs import expand
+
+    if "-" in args.files:
+        raise UsageError("analyze: '-' (standard input) cannot be one of several inputs")
+    spec, request = spec_from_args(args), request_from_args(args)
+    opts = dict(spec=spec, request=request, compile=not args.no_compile,
+                strict=not args.lenient, kernel=args.kernel, json=args.json, top=args.top,
+                by=args.by, summary=True if args.summary else False if args.full else None)
+    tasks = []
+    for path in args.files:
+        try:
+            tasks += [(kind, what, opts) for kind, what, _ in expand(path)]
+        except PtxforgeError as exc:
+            raise InputError(str(exc)) from None
+    results = ordered_map(_analyze_file, tasks, args.jobs)
+    failed = 0
+    reports = []
+    for ok, value in results:
+        if ok:
+            reports.append(value)
+        else:
+            failed += 1
+            sys.stderr.write(f"ptxforge: error: {value}\n")
+    if args.json:
+        sys.stdout.write(json.dumps(reports, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write("\n".join(reports))
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _analyze_file(task: tuple) -> tuple:
+    """``(True, report text or JSON dict)`` of one file, or ``(False, why not)`` (run in a
+    worker process: errors travel back as text)."""
+    from ptxforge.frontends import triton_cache
+    from ptxforge.reports.analyze import analyze_ptx
+
+    kind, what, o = task
+    try:
+        if kind == "triton":
+            res, _ = triton_cache.analyze_entry(what, compile=o["compile"],
+                                                target=o["spec"].target)
+            return True, (res.to_dict(o["top"]) if o["json"] else res.to_text(o["top"], o["by"]))
+        data, name = read_input(what)
+        if kind == "cubin":
+            from ptxforge.reports.cubin import analyze_cubin
+
+            rep = analyze_cubin(data, name, o["spec"], kernel=o["kernel"])
+            return True, (rep.to_dict() if o["json"] else rep.to_text())
+        explain = True if o["json"] or o["summary"] is False else None
+        res = analyze_ptx(data, name, o["spec"], compile=o["compile"], strict=o["strict"],
+                          kernel=o["kernel"], request=o["request"], explain=explain)
+        return True, (res.to_dict(o["top"]) if o["json"] else
+                      res.to_text(o["top"], o["by"], o["summary"]))
+    except PtxforgeError as exc:
+        return False, message(exc)

@@ -11,7 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge.cli.common import EXIT_USAGE, add_common, int_range, message, spec_from_args
+from ptxforge.cli.common import (
+    EXIT_USAGE,
+    add_common,
+    add_jobs,
+    int_range,
+    message,
+    spec_from_args,
+)
 from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "run"]
@@ -55,6 +62,7 @@ def add(sub) -> None:
     c.add_argument("--source-root", metavar="DIR",
                    help="make SARIF paths relative to DIR (default: the current directory)")
     add_common(c, kernel=False)
+    add_jobs(c)
 
 
 def _write(path: str, text: str) -> None:
@@ -88,7 +96,7 @@ def run(args) -> int:
                 budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
             raise PtxforgeError("check: no budget to check: give --max-registers, --no-spills, "
                                 "--max-stack, --min-occupancy or --budget FILE.toml")
-        units = collect(paths, spec=spec_from_args(args))
+        units = collect(paths, spec=spec_from_args(args), jobs=args.jobs)
         kernels = [f for u in units for f in u.figures]
         if not kernels:
             raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ptxforge.cli.common import EXIT_OK, UsageError, add_common, spec_from_args
+from ptxforge.cli.common import EXIT_OK, UsageError, add_common, add_jobs, spec_from_args
 
 __all__ = ["add", "run"]
 
@@ -28,6 +28,7 @@ def add(sub) -> None:
     d.add_argument("--markdown", action="store_true",
                    help="a Markdown table (for a pull-request comment)")
     add_common(d, kernel=False)
+    add_jobs(d)
 
 
 def run(args) -> int:
@@ -39,7 +40,7 @@ def run(args) -> int:
         raise UsageError("diff: --markdown and --json are alternatives; give one")
     sides = []
     for path in (args.old, args.new):
-        units = collect([path], spec=spec_from_args(args))
+        units = collect([path], spec=spec_from_args(args), jobs=args.jobs)
         sides.append([f for u in units for f in u.figures])
     report = diff_figures(sides[0], sides[1], args.old, args.new)
     if args.json:

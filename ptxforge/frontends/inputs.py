@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 import pathlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
+from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.reports.figures import kernel_figures
@@ -41,12 +42,13 @@ __all__ = ["Input", "collect", "expand"]
 @attrs.frozen(slots=True, kw_only=True)
 class Input:
     """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
-    relative to the folder it was found in (``rel``), the analysis and the figures."""
+    relative to the folder it was found in (``rel``), the analysis (None when the file was
+    analysed in a worker process) and the figures."""
 
     path: str
     kind: str
     rel: str
-    analysis: Union[ModuleAnalysis, CubinReport] = attrs.field(eq=False, repr=False)
+    analysis: Union[ModuleAnalysis, CubinReport, None] = attrs.field(eq=False, repr=False)
     figures: tuple = attrs.field(eq=False, repr=False)
 
 
@@ -94,7 +96,8 @@ def _read(path: str) -> bytes:
         raise PtxforgeError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
-def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool) -> Input:
+def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
+         jobs: Optional[int] = 1) -> Input:
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.reports.cubin import analyze_cubin
 
@@ -107,23 +110,38 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool) -> Input:
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = data.decode("utf-8", errors="replace")
-    res = analyze_ptx(text, what, spec, compile=compile)
+    res = analyze_ptx(text, what, spec, compile=compile, jobs=jobs)
     return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
 
 
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
-            compile: bool = True) -> tuple:
+            compile: bool = True, jobs: Optional[int] = 1) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
     PTX's ``.target``; its block None each kernel's own launch bounds (Triton: 32 ×
     num_warps), else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
-    uncompilable input."""
+    uncompilable input.  ``jobs`` above 1 (None: the cores) analyses the files in that many
+    worker processes; their Inputs then carry the figures only (``analysis`` is None)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
+    tasks = [(kind, what, rel, spec, compile) for path in paths
+             for kind, what, rel in expand(path)]
+    if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
+        return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel
     out = []
-    for path in paths:
-        for kind, what, rel in expand(path):
-            out.append(_one(kind, what, rel, spec, compile))
+    for res in ordered_map(_one_in_worker, tasks, jobs):
+        if isinstance(res, str):   # the first failing file, as in one process
+            raise PtxforgeError(res)
+        out.append(res)
     return tuple(out)
+
+
+def _one_in_worker(task: tuple):
+    """:func:`_one` in a worker process: the Input without the analysis (only its figures
+    travel back), or the error's message."""
+    try:
+        return attrs.evolve(_one(*task), analysis=None)
+    except PtxforgeError as exc:
+        return str(exc)

@@ -30,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Optional
@@ -192,19 +193,24 @@ def _ptx_occupancy(ka) -> Callable:
     static = max(ka.occupancy.shared_per_block - ka.dynamic_shared, 0)
     kw = dict(shared=static, barriers=max((s.barriers if s is not None else 1) or 1, 1),
               dynamic_shared=ka.dynamic_shared, kernel_limits=launch_limits(ka.kernel, s))
-    return lambda block: occupancy(regs, block, ka.arch, **kw)
+    return functools.partial(_occupancy_at, regs, ka.arch, kw)
+
+
+def _occupancy_at(registers: int, arch: str, kw: dict, block: int) -> Occupancy:
+    """Occupancy at ``block`` threads (a module-level function: figures pickle, for the
+    worker processes of ``check`` and ``diff``)."""
+    return occupancy(registers, block, arch, **kw)
 
 
 def _cubin_figures(rep) -> list:
     out = []
     for k in rep.kernels:
         occ = k.occupancy
-
-        def at(block, k=k):
-            return occupancy(min(k.registers, register_limit(rep.arch)), block, rep.arch,
-                             shared=k.shared, dynamic_shared=k.dynamic_shared,
-                             barriers=max(k.barriers or 1, 1),
-                             kernel_limits=KernelLimits(max_threads=k.max_threads))
+        at = functools.partial(
+            _occupancy_at, min(k.registers, register_limit(rep.arch)), rep.arch,
+            dict(shared=k.shared, dynamic_shared=k.dynamic_shared,
+                 barriers=max(k.barriers or 1, 1),
+                 kernel_limits=KernelLimits(max_threads=k.max_threads)))
         out.append(KernelFigures(file=rep.file, name=k.name, arch=rep.arch, registers=k.registers,
                                  estimate=None, spill_stores=None, spill_loads=None, stack=k.stack,
                                  stack_known=True, block_size=k.block_size,

@@ -19,13 +19,13 @@ Example::
 from __future__ import annotations
 
 import multiprocessing
-import os
 from typing import Optional
 
+from ptxforge._parallel import can_fork, default_jobs
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
-__all__ = ["KernelPool", "kernel_part", "make_pool", "default_jobs"]
+__all__ = ["KernelPool", "kernel_part", "make_pool"]
 
 #: What the workers inherit from the parent at the fork: module, kernels, target, PTX text.
 _SHARED: dict = {}
@@ -33,14 +33,6 @@ _SHARED: dict = {}
 _LIVE: dict = {}
 #: Below this many PTX instructions in all, a pool costs more than it saves.
 MIN_INSTRUCTIONS = 4000
-
-
-def default_jobs() -> int:
-    """The default ``--jobs``: the cores this process may run on."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def kernel_part(k: ir.Kernel, tgt: str) -> tuple:
@@ -142,7 +134,7 @@ def make_pool(module: ir.Module, chosen: list, tgt: str, text: Optional[str],
     ``fork`` is available; None otherwise (analyse in this process)."""
     jobs = default_jobs() if jobs is None else jobs
     jobs = min(jobs, len(chosen))
-    if jobs <= 1 or text is None or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or text is None or not can_fork():
         return None
     if sum(len(k.instructions) for k in chosen) < MIN_INSTRUCTIONS:
         return None

@@ -86,6 +86,7 @@ class PtxLines:
         self.lines = text.split("\n")
         self._starts: dict[str, int] = {}      # name -> 1-based line of its parameter list
         self._maps: dict[str, dict[int, int]] = {}
+        self._taken: tuple | None = None
         line, pos = 1, 0
         for m in _DEFINITION.finditer(text):
             name = m.group(1)
@@ -95,6 +96,16 @@ class PtxLines:
             line += text.count("\n", pos, m.end())
             pos = m.end()
             self._starts[name] = line
+
+    def address_taken(self, module: ir.Module) -> tuple:
+        """Names of ``module``'s functions named in a global's initializer (tables of
+        function pointers), found once per module."""
+        key = id(module)
+        if self._taken is None or self._taken[0] != key:
+            inits = " ".join(v.init for v in module.globals if getattr(v, "init", None))
+            words = set(re.findall(r"[\w$.]+", inits)) if inits else set()
+            self._taken = (key, tuple(f.name for f in module.kernels if f.name in words))
+        return self._taken[1]
 
     def line_map(self, kernel: ir.Kernel) -> dict:
         """``{PTX line number (1-based): instruction index}`` for ``kernel`` (computed once
@@ -266,11 +277,17 @@ def _unit_of(sass_text: str, reg: int, sizes: list) -> tuple:
     return 0, 0
 
 
-def _reachable(kernel: ir.Kernel, others: tuple) -> list:
+def _reachable(kernel: ir.Kernel, others: tuple, roots: tuple = ()) -> list:
     """The functions of ``others`` that ``kernel`` names (calls or takes the address of),
-    directly or through each other: the ``.func`` bodies ptxas may have compiled into it."""
+    or whose names are in ``roots`` (e.g. a global table of function pointers), directly or
+    through each other: the ``.func`` bodies ptxas may have compiled into it."""
     by_name = {f.name: f for f in others if f.body is not None and f.name != kernel.name}
     out, todo, seen = [], [kernel], {kernel.name}
+    for name in roots:
+        if name in by_name and name not in seen:
+            seen.add(name)
+            out.append(by_name[name])
+            todo.append(by_name[name])
     while todo and by_name:
         for inst in todo.pop().instructions:
             for op in inst.operands:
@@ -284,14 +301,14 @@ def _reachable(kernel: ir.Kernel, others: tuple) -> list:
 
 class _Tracer:
     def __init__(self, fn, kernel: ir.Kernel | None, lines: PtxLines | None,
-                 others: tuple = ()) -> None:
+                 others: tuple = (), roots: tuple = ()) -> None:
         self.fn, self.kernel = fn, kernel
         self.lines: dict[int, int] = {}
         self.where: dict[int, tuple[ir.Kernel, int]] = {}
         if kernel is not None and lines is not None:
             self.lines = lines.line_map(kernel)
             self.where = {n: (kernel, k) for n, k in self.lines.items()}
-            for f in _reachable(kernel, others) if self.lines else ():
+            for f in _reachable(kernel, others, roots) if self.lines else ():
                 self.where.update({n: (f, k) for n, k in lines.line_map(f).items()})
         self.rd = ReachingDefs(fn)
         self._defv: dict = {}
@@ -437,7 +454,8 @@ def trace_kernel(fn, kernel: ir.Kernel | None = None, ptx_text: str | None = Non
     a module (give ``ptx_text`` or ``lines``)."""
     if lines is None and ptx_text:
         lines = PtxLines(ptx_text)
-    tr = _Tracer(fn, kernel, lines, module.kernels if module is not None else ())
+    roots = lines.address_taken(module) if lines is not None and module is not None else ()
+    tr = _Tracer(fn, kernel, lines, module.kernels if module is not None else (), roots)
     peak = fn.peak("GPR")
     k_peak = None
     if peak.instructions:

@@ -1,0 +1,104 @@
+"""``--jobs N`` and several inputs: the same bytes for every N, every file analysed in order.
+
+``analyze`` takes several files and folders (each file's report in turn, JSON a list) and
+analyses the kernels of one big file in worker processes; ``check`` and ``diff`` analyse the
+files of folders in worker processes.  The outputs with 1 and 2 jobs are compared byte for
+byte; a file that cannot be analysed is named and the others are still analysed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from build_kit import write_build
+from cli_util import flat, run
+from many_kernels import many_kernels
+
+from ptxforge import analyze_pressure
+from ptxforge.reports import kernel_pool
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    return write_build(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    p = tmp_path_factory.mktemp("many") / "many.ptx"
+    p.write_text(many_kernels(6))
+    return p
+
+
+def test_analyze_kernels_in_workers_give_the_same_bytes(many, capsys, monkeypatch):
+    monkeypatch.setattr(kernel_pool, "MIN_INSTRUCTIONS", 0)   # a pool even for this file
+    outs = {}
+    for jobs in (1, 2):
+        code, out, err = run(capsys, "analyze", many, "--json", "--jobs", jobs)
+        assert code == 0, err
+        outs[jobs] = out
+    assert outs[1] == outs[2]
+    kernels = json.loads(outs[2])["kernels"]
+    assert len(kernels) == 6
+    assert all(k["gap"] is not None and k["ptxas"]["registers"] > 0 for k in kernels)
+
+
+def test_the_pool_is_used_for_a_big_file(many, monkeypatch):
+    """The premise of the test above: with two jobs the kernels go to a pool."""
+    from ptxforge.ptx.parse import parse
+
+    monkeypatch.setattr(kernel_pool, "MIN_INSTRUCTIONS", 0)
+    text = many.read_text()
+    m = parse(text)
+    entries = [k for k in m.kernels if k.is_entry]
+    pool = kernel_pool.make_pool(m, entries, "sm_80", text, jobs=2)
+    assert pool is not None and pool.jobs == 2
+    try:
+        parts = pool.parts()
+    finally:
+        pool.close()
+    assert [p[1].peak.units for p in parts] == [
+        analyze_pressure(k).peak.units for k in entries]
+
+
+def test_analyze_several_files_and_a_folder(build, many, capsys):
+    code, out, err = run(capsys, "analyze", build, many, "--no-compile", "--json", "--jobs", 2)
+    assert code == 0, err
+    reports = json.loads(out)
+    files = [r["file"] for r in reports]
+    assert files == sorted(str(p) for p in build.glob("*.ptx")) + [str(many)]
+    assert all(r["schema"] == "ptxforge.analyze/1" and r["kernels"] for r in reports)
+    code, text, _ = run(capsys, "analyze", build, many, "--no-compile", "--jobs", 1)
+    assert code == 0
+    heads = re.findall(r"(\S+\.ptx): PTX \d", flat(text))     # each file's header, in order
+    assert [h.split("/")[-1] for h in heads] == [f.split("/")[-1] for f in files]
+
+
+def test_a_bad_file_is_named_and_the_rest_analysed(build, tmp_path, capsys):
+    d = tmp_path / "mixed"
+    write_build(d, sources=("pressure",), local_array=False)
+    (d / "broken.ptx").write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                                  ".visible .entry k() { bogus.op; }\n")
+    code, out, err = run(capsys, "analyze", d, "--no-compile", "--json", "--jobs", 2)
+    assert code == 1
+    assert "broken.ptx" in err and "bogus" in err
+    assert [r["file"] for r in json.loads(out)] == [str(d / "pressure.ptx")]
+
+
+@pytest.mark.parametrize("command", ["check", "diff"])
+def test_folders_in_workers_give_the_same_bytes(command, build, capsys):
+    argv = {"check": ["check", build, "--max-registers", 64],
+            "diff": ["diff", build, build, "--all"]}[command]
+    outs = {}
+    for jobs in (1, 2):
+        code, out, err = run(capsys, *argv, "--jobs", jobs)
+        outs[jobs] = (code, out)
+    assert outs[1] == outs[2]
+    assert "dot_block<128>" in outs[1][1]   # a kernel of templates.ptx
+
+
+def test_jobs_must_be_a_positive_count(capsys, many):
+    code, _, err = run(capsys, "analyze", many, "--jobs", 0)
+    assert code == 2 and "job count must be 1..1024, got 0" in err
