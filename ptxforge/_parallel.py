@@ -13,7 +13,6 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable
 from typing import Optional
@@ -38,6 +37,8 @@ def default_jobs() -> int:
 def can_fork() -> bool:
     """Whether worker processes can be forked here (and this is not one already: a pool's
     workers are daemons, which may not have children of their own)."""
+    import multiprocessing   # imported when a command may use workers: start-up stays small
+
     return ("fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon)
 
@@ -48,5 +49,7 @@ def ordered_map(fn: Callable, items: Iterable, jobs: Optional[int] = None) -> li
     jobs = min(default_jobs() if jobs is None else jobs, len(items))
     if jobs <= 1 or not can_fork():
         return [fn(x) for x in items]
+    import multiprocessing
+
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         return pool.map(fn, items, chunksize=1)

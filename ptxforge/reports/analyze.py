@@ -65,14 +65,14 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import attrs
 
 from ptxforge.analysis.gc_pause import gc_paused
 from ptxforge.analysis.mix import InstructionMix
-from ptxforge.analysis.pressure import PressureReport
 from ptxforge.analysis.prediction import Prediction
+from ptxforge.analysis.pressure import PressureReport
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
@@ -82,16 +82,15 @@ from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.parse import parse
 
 from .analyze_text import SUMMARY_ABOVE, render_kernel, render_module
-from .kernel_pool import kernel_part, make_pool
+from .kernel_pool import make_pool, parts_here
 
 if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
     from ptxforge.toolchain.compile import CompileRequest, KernelStats
 
-    from .analyze_compile import SassGaps
+    from .analyze_compile import CompiledResult, SassGaps
     from .gap import Gap
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .names import match_kernels
-
 from .peak import peak_groups
 from .resources import (
     DEFAULT_BLOCK,
@@ -413,15 +412,14 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
     default) runs in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of
     nvJitLink raises :class:`~ptxforge.errors.CompilerCrashError` instead of ending this
     process (the first compile starts the worker: about 0.1 s once per process).
-    ``progress(i, n, name)``, when given, is called before each of several kernels (the
-    CLI's progress line on a terminal).  ptxas runs in the background while the kernels are
-    analysed; each entry's ``gap`` (explained from the SASS) is computed when first read,
-    and ``explain=True`` reads the SASS as soon as ptxas is done (for callers that will read
-    every gap, e.g. the JSON report); ``None`` does so when at most
-    :data:`~ptxforge.reports.analyze_text.SUMMARY_ABOVE` kernels are analysed (the text
-    report prints each kernel's section, with its gap, up to that many).  ``jobs`` above 1
-    (None: the cores) analyses the kernels in that many worker processes
-    (:mod:`.kernel_pool`) when the module is big enough to gain; the result is the same.
+    ``progress(i, n, name)`` is called before each of several kernels (the CLI's progress
+    line on a terminal).  ptxas runs in the background while the kernels are
+    analysed; each entry's ``gap`` (from the SASS) is computed when first read; ``explain=
+    True`` reads the SASS as soon as ptxas is done (for callers that read every gap, e.g.
+    JSON), ``None`` when at most :data:`~ptxforge.reports.analyze_text.SUMMARY_ABOVE`
+    kernels are analysed (the text report then prints every gap).  ``jobs`` above 1 (None:
+    the cores) analyses the kernels in worker processes (:mod:`.kernel_pool`) when the module
+    is big enough to gain; the result is the same.
 
     Example::
 
@@ -457,11 +455,8 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
                                  prefetch=explain)
         if progress is not None and len(chosen) > 1:   # e.g. the CLI's line on a terminal
             progress(0, len(chosen), chosen[0].name)
-        if pool is not None:
-            parts = pool.parts()
-            known: dict = {}
-        else:
-            parts, known = _parts_here(chosen, tgt, progress)
+        parts, known = ((pool.parts(), {}) if pool is not None
+                        else parts_here(chosen, tgt, progress))
         if side is None:
             out = [_kernel_analysis(module, k, part, tgt, spec) for k, part in zip(chosen, parts)]
             return _module_analysis(module, file, tgt, arch_source, spec,
@@ -481,27 +476,14 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
     return _module_analysis(module, file, tgt, arch_source, spec, notes, out, compiled)
 
 
-def _parts_here(chosen: list, tgt: str, progress) -> tuple:
-    """Each kernel's PTX part in this process, and the liveness and pressure by name (the
-    SASS gaps use them again)."""
-    parts, live, pressures = [], {}, {}
-    for i, k in enumerate(chosen):
-        if progress is not None and len(chosen) > 1 and i:
-            progress(i, len(chosen), k.name)
-        mix, lv, pressure, prediction = kernel_part(k, tgt)
-        parts.append((mix, pressure, prediction))
-        live[k.name], pressures[k.name] = lv, pressure
-    return parts, {"liveness": live, "pressures": pressures}
-
-
 @attrs.define(slots=True)
 class _Compiled:
     """The compiled side of one module's analysis, for each kernel of it."""
 
-    res: object
-    gaps: object
-    source: object
-    funcs: object = None
+    res: CompiledResult
+    gaps: SassGaps
+    source: Any            # the PTX text (or module) ptxas compiled
+    funcs: Any = None      # the build with the .funcs' own figures, when one is asked for
     stats: dict = attrs.Factory(dict)      # the entries' KernelStats by name
 
 
@@ -519,10 +501,12 @@ def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spe
         if k.is_entry:
             stats = ctx.stats.get(k.name)
         else:
-            ctx.funcs = ctx.funcs or _function_build(compiled, ctx.source, tgt)
+            from .analyze_compile import FUNC_NOTE, function_build
+
+            ctx.funcs = ctx.funcs or function_build(compiled, ctx.source, tgt)
             stats, stats_note = function_stats(ctx.funcs, k.name, local)
             if ctx.funcs is not compiled:
-                stats_note = "; ".join(n for n in (stats_note, _FUNC_NOTE) if n)
+                stats_note = "; ".join(n for n in (stats_note, FUNC_NOTE) if n)
     if stats is not None:
         assert ctx is not None
         cb0 = getattr(stats, "constant_bank0", None)
@@ -571,24 +555,6 @@ def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str,
         compiled=compiled is not None, backend=backend, ptx_version=module.version,
         ptx_target=module.target, kernels=tuple(out), arch_source=arch_source, notes=notes,
         dynamic_shared=spec.dynamic_shared, tool=tool, tool_version=version, mode=mode)
-
-
-_FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "
-              "whole-program ptxas folds it into the kernels that call it")
-
-
-def _function_build(compiled, source, tgt):
-    """The build that has a ``.func``'s own figures: ``compiled`` itself when relocatable,
-    else a relocatable, linked build (nvJitLink; ptxas -c when nvJitLink refuses the target)."""
-    if compiled.mode == "relocatable" or compiled.backend == "driver":
-        return compiled
-    from ptxforge.toolchain.compile import compile_ptx
-
-    opts = attrs.evolve(compiled.options, relocatable=True, entries=())
-    try:
-        return compile_ptx(source, tgt, backend="nvjitlink", options=opts, isolate=True)
-    except PtxforgeError:
-        return compile_ptx(source, tgt, backend=compiled.backend, options=opts)
 
 
 def _is_cubin(data) -> bool:

@@ -28,11 +28,13 @@ from ptxforge.errors import BackendUnavailableError, PtxforgeError
 from ptxforge.ptx import ir
 
 if TYPE_CHECKING:
-    from ptxforge.toolchain.compile import CompileRequest, Compiled
+    from ptxforge.toolchain.compile import Compiled, CompileRequest
 
     from .gap import Gap
+    from .sass_trace import PtxLines
 
-__all__ = ["CompiledResult", "CompiledSide", "SassGaps", "read_sass", "start_compile"]
+__all__ = ["FUNC_NOTE", "CompiledResult", "CompiledSide", "SassGaps", "function_build",
+           "read_sass", "start_compile"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -60,7 +62,7 @@ class SassGaps:
         self._lock = threading.Lock()
         self._sass = sass
         self._gaps: dict = {}      # name -> (Gap or None, why the trace failed or None)
-        self._lines = None
+        self._lines: Optional[PtxLines] = None
 
     def _liveness(self) -> tuple:
         with self._lock:
@@ -186,16 +188,32 @@ def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: l
     CompileRequest`), for the ``chosen`` kernels of ``module``; return at once.
     ``prefetch=True`` also reads the SASS (nvdisasm) as soon as the cubin exists, for a
     caller that will ask for every gap."""
-    import attrs as _attrs
-
     from ptxforge.toolchain.compile import CompileRequest
     from ptxforge.toolchain.modes import prune_to
 
     request = request or CompileRequest()
     # line info for the SASS trace: it does not change the code (tests/reports/
     # test_analyze_gap.py checks every corpus kernel's SASS and registers)
-    options = _attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
+    options = attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     future = pool.submit(_build, request, source, tgt, options,
                          prefetch and any(k.is_entry for k in chosen))
     return CompiledSide(future, pool)
+
+
+FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "
+              "whole-program ptxas folds it into the kernels that call it")
+
+
+def function_build(compiled, source, tgt):
+    """The build that has a ``.func``'s own figures (:data:`FUNC_NOTE` says what they are): ``compiled`` itself when relocatable,
+    else a relocatable, linked build (nvJitLink; ptxas -c when nvJitLink refuses the target)."""
+    if compiled.mode == "relocatable" or compiled.backend == "driver":
+        return compiled
+    from ptxforge.toolchain.compile import compile_ptx
+
+    opts = attrs.evolve(compiled.options, relocatable=True, entries=())
+    try:
+        return compile_ptx(source, tgt, backend="nvjitlink", options=opts, isolate=True)
+    except PtxforgeError:
+        return compile_ptx(source, tgt, backend=compiled.backend, options=opts)

@@ -31,8 +31,13 @@ from typing import Optional, Union
 import attrs
 
 from ptxforge._text import clip, table, wrap
-from ptxforge.arch.occupancy import (KernelLimits, Occupancy, RegisterCliffs, occupancy,
-                                     unknown_arch_reason)
+from ptxforge.arch.occupancy import (
+    KernelLimits,
+    Occupancy,
+    RegisterCliffs,
+    occupancy,
+    unknown_arch_reason,
+)
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import PtxforgeError

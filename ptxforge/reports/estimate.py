@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import attrs
 
 from ptxforge.arch.occupancy import KernelLimits, Occupancy, occupancy, unknown_arch_reason
+
 # every measured constant (the +2, R1, the holes, the floors, the predicate file)
 from ptxforge.arch.ptxas_model import (
     CALL_FLOOR,

@@ -18,14 +18,13 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing
 from typing import Optional
 
 from ptxforge._parallel import can_fork, default_jobs
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
-__all__ = ["KernelPool", "kernel_part", "make_pool"]
+__all__ = ["KernelPool", "kernel_part", "make_pool", "parts_here"]
 
 #: What the workers inherit from the parent at the fork: module, kernels, target, PTX text.
 _SHARED: dict = {}
@@ -39,13 +38,26 @@ def kernel_part(k: ir.Kernel, tgt: str) -> tuple:
     """What needs only the PTX: ``(mix, liveness, pressure, prediction)`` of kernel ``k``."""
     from ptxforge.analysis.liveness import analyze_liveness
     from ptxforge.analysis.mix import instruction_mix
-    from ptxforge.analysis.pressure import analyze_pressure
     from ptxforge.analysis.prediction import predict_registers
+    from ptxforge.analysis.pressure import analyze_pressure
 
     live = analyze_liveness(k)
     pressure = analyze_pressure(k, liveness=live)
     prediction = predict_registers(k, live_units=pressure.peak.units, target=tgt)
     return instruction_mix(k), live, pressure, prediction
+
+
+def parts_here(chosen: list, tgt: str, progress) -> tuple:
+    """Each kernel's PTX part in this process, and the liveness and pressure by name (the
+    SASS gaps use them again)."""
+    parts, live, pressures = [], {}, {}
+    for i, k in enumerate(chosen):
+        if progress is not None and len(chosen) > 1 and i:
+            progress(i, len(chosen), k.name)
+        mix, lv, pressure, prediction = kernel_part(k, tgt)
+        parts.append((mix, pressure, prediction))
+        live[k.name], pressures[k.name] = lv, pressure
+    return parts, {"liveness": live, "pressures": pressures}
 
 
 def _part(i: int) -> tuple:
@@ -92,6 +104,8 @@ class KernelPool:
         _SHARED.clear()
         _SHARED.update(module=module, chosen=list(chosen), target=tgt, text=text)
         self._chosen = list(chosen)
+        import multiprocessing
+
         self._pool = multiprocessing.get_context("fork").Pool(jobs)
         _SHARED.clear()   # the workers have their copy; the parent keeps nothing alive
         self.jobs = jobs

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name, full_name
 
-
 __all__ = ["match_kernel", "match_kernels", "short_label", "short_labels"]
 
 

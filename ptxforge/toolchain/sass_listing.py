@@ -35,6 +35,7 @@ MARKS = {" ": "not live", ":": "live", "^": "assigned", "v": "used",
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _OTHER = re.compile(r"^\s*\.other\s+([^,\s]+),\s*@\"([^\"]*)\"")
 _SHI = re.compile(r"^\s*\.sectioninfo\s+@\"SHI_REGISTERS=(\d+)\"")
+_MARKED = re.compile(r"[^ ]")
 _TABLE = re.compile(r"//\s*([+|].*[+|])\s*$")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s*(.*?)\s*(?://.*)?$")
 _FILE = re.compile(r'^\s*//## File "(.*?)", line (\d+)(.*)$')
@@ -102,6 +103,7 @@ class _Group:
     count_end: int      # columns before the first register column hold the count
     columns: tuple      # (position in the cell, register index)
     positions: frozenset = frozenset()
+    index_at: dict = attrs.field(factory=dict, eq=False)   # position -> register index
 
 
 def _header(rows: list, source: str) -> list:
@@ -147,7 +149,8 @@ def _header(rows: list, source: str) -> list:
             raise _fail(f"the {name} live-count column '#' is not before the register "
                         "columns", units_line, "|" + "|".join(digit_rows[-1][1]) + "|", source)
         groups.append(_Group(name=name, width=len(cell), count_end=count_end,
-                             columns=tuple(columns), positions=frozenset(p for p, _ in columns)))
+                             columns=tuple(columns), positions=frozenset(p for p, _ in columns),
+                             index_at=dict(columns)))
     return groups
 
 
@@ -168,18 +171,16 @@ def _row(groups: list, cells: list, lineno: int, line: str, source: str) -> tupl
                         f"{head!r}", lineno, line, source)
         counts.append(int(head) if head else 0)
         got = []
-        for pos, index in g.columns:
-            ch = cell[pos]
+        for m in _MARKED.finditer(cell, g.count_end):   # only the marked columns: most are blank
+            pos, ch = m.start(), m.group()
+            index = g.index_at.get(pos)
+            if index is None:
+                raise _fail(f"unexpected {ch!r} between the {g.name} register columns",
+                            lineno, line, source)
             if ch not in MARKS:
                 raise _fail(f"unexpected mark {ch!r} for {g.name} register {index}; expected "
                             "one of ' :^vx'", lineno, line, source)
-            if ch != " ":
-                got.append((index, ch))
-        stray = [p for p in range(g.count_end, len(cell)) if p not in g.positions
-                 and cell[p] != " "]
-        if stray:
-            raise _fail(f"unexpected {cell[stray[0]]!r} between the {g.name} register "
-                        "columns", lineno, line, source)
+            got.append((index, ch))
         marks.append(tuple(got))
     return tuple(counts), tuple(marks)
 
@@ -204,6 +205,23 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
                                             rows=tuple(cur["rows"]), labels=tuple(cur["labels"])))
 
     for lineno, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("/*"):   # an instruction row: no directive or label
+            if cur is None:
+                continue
+            t = _TABLE.search(line)
+            table = t.group(1) if t else None
+            if state == "body" and table is not None and not table.startswith("+"):
+                im = _INSTR.match(line)
+                if im is not None:
+                    assert groups is not None
+                    counts, marks = _row(groups, table.split("|")[1:-1], lineno, line, source)
+                    offset = int(im.group(1), 16)
+                    cur["labels"] += [(name, offset) for name in pending]
+                    pending = []
+                    cur["rows"].append(TableRow(offset=offset,
+                                                text=" ".join(im.group(2).split()),
+                                                counts=counts, marks=marks))
+                    continue
         m = _SECTION.match(line)
         if m:
             close()

@@ -34,8 +34,7 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge.arch.occupancy import (KernelLimits, occupancy, register_cliffs,
-                                     unknown_arch_reason)
+from ptxforge.arch.occupancy import KernelLimits, occupancy, register_cliffs, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import CompileError, CompilerCrashError, PtxforgeError
 from ptxforge.ptx.directives import ptx_entries, ptx_target, with_maxnreg, with_version
