@@ -47,3 +47,25 @@ def test_redux_vote_and_match_honour_each_threads_membermask(halves):
         k, v = key[32 * w: 32 * w + 32], val[32 * w: 32 * w + 32]
         expect = [int(v[k == k[i]].max()) for i in range(32)]
         assert best[32 * w: 32 * w + 32].tolist() == expect
+
+
+FMA = r"""
+extern "C" __global__ void fma64(const double *a, const double *b, const double *c,
+                                 double *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __fma_rn(a[i], b[i], c[i]);
+}
+"""
+
+
+def test_fma_f64_is_exact_when_the_product_overflows():
+    big, dmax = 2.0 ** 1000, np.finfo(np.float64).max
+    a = np.array([big, dmax, big, -dmax, 2.0 ** 1023])
+    b = np.array([2.0 ** 24, 2.0, 2.0 ** 24, 2.0, 4.0])
+    c = np.array([-1.5 * 2.0 ** 1023, -dmax, -np.inf, dmax, -np.inf])
+    out = np.zeros(5)
+    ptx = compile_cu(FMA, "fma64")
+    assert "fma.rn.f64" in ptx
+    load(ptx, device="emulator")["fma64"](a, b, c, out, 5, grid=1, block=32)
+    # 2**1024 - 1.5 * 2**1023 = 2**1022 (4.49e307); 2 * DBL_MAX - DBL_MAX = DBL_MAX
+    assert out.tolist() == [2.0 ** 1022, dmax, -np.inf, -dmax, -np.inf]
