@@ -132,6 +132,10 @@ class Emulator:
         """Reserve zeroed global memory; return its address."""
         return self.memory.alloc(nbytes)
 
+    def free(self, address: int) -> None:
+        """Release memory from :meth:`alloc` (the heap shrinks when its end is free)."""
+        self.memory.free(address)
+
     def write(self, address: int, data: bytes) -> None:
         """Copy bytes into global memory."""
         self.memory.write(address, data)

@@ -140,9 +140,8 @@ def _fraction(a: float, b: float, c: float, mode: str) -> float:
         return float(_zero_sign(np.array(a), np.array(b), np.array(c), mode))
     err = q - Fraction(r) if np.isfinite(r) else Fraction(0)
     r = float(_step(np.array([r]), np.array([float((err > 0) - (err < 0))]), mode)[0])
-    if np.isinf(r) and mode != "rn":
-        if mode == "rz" or (mode == "rm") == (r > 0):
-            r = float(np.copysign(_MAX, r))
+    if np.isinf(r) and mode != "rn" and (mode == "rz" or (mode == "rm") == (r > 0)):
+        r = float(np.copysign(_MAX, r))
     return r
 
 

@@ -76,6 +76,19 @@ class Memory:
         self._ends.append(end)
         return GLOBAL_BASE + start
 
+    def free(self, address: int) -> None:
+        """Release the allocation at ``address``; the heap shrinks back past freed space at
+        its end (so a launch that allocates and frees leaves the heap as it found it)."""
+        i = address - GLOBAL_BASE
+        if i not in self._starts:
+            raise EmulationError(f"free of {address:#x}, which is not an emulated allocation")
+        k = self._starts.index(i)
+        del self._starts[k]
+        del self._ends[k]
+        top = max(self._ends, default=0)
+        if top + 64 < len(self.heap):
+            self.heap = self.heap[: top + 64].copy()
+
     def write(self, address: int, data: bytes) -> None:
         """Copy ``data`` to global memory at ``address``."""
         i = self._check_host(address, len(data))

@@ -5,7 +5,9 @@ without a GPU.
 Arguments are bound and checked exactly as for a GPU launch (:func:`~.args.bind_args`); NumPy
 arrays are copied into the emulator's memory before the launch and back after it.  Device
 arrays (CUDA array interface, DLPack on a GPU) and streams have no meaning here and are
-refused with a :class:`~ptxforge.errors.LaunchError`.
+refused with a :class:`~ptxforge.errors.LaunchError`.  Arguments that share host memory (one
+array passed twice, overlapping views) share one emulated allocation
+(:mod:`~ptxforge.launch.buffers`), and every allocation is freed after the copy back.
 
 Example::
 
@@ -26,6 +28,7 @@ from ptxforge.errors import LaunchError
 from ptxforge.ptx import ir
 
 from .args import HostArg, ScalarArg, bind_args, check_launch_dims, pack_param_buffer
+from .buffers import host_buffers
 from .image import module_image
 
 __all__ = ["EmulatedModule", "EmulatedKernel", "load_emulated"]
@@ -122,33 +125,44 @@ class EmulatedKernel:
                 raise LaunchError(f"kernel {self.name!r} requires block {want} (.reqntid), "
                                   f"got {b}")
         bound = self.bind(*args, **kwargs)
-        emu = self.module.emulator
-        ptrs, copies = {}, []
-        for index, arg in enumerate(bound):
-            if isinstance(arg, HostArg):
-                addr = emu.alloc(arg.nbytes)
-                if arg.nbytes:
-                    emu.write(addr, arg.array.tobytes())
-                ptrs[index] = addr
-                copies.append((arg, addr))
-            elif not isinstance(arg, ScalarArg):
+        for arg in bound:
+            if not isinstance(arg, (HostArg, ScalarArg)):
                 raise LaunchError(f"kernel {self.name!r}: parameter {arg.param.name!r} is a "
                                   "device array; the emulator takes NumPy arrays")
-        emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem)
-        import numpy as np
-
-        for arg, addr in copies:
-            if arg.writeback and arg.nbytes:
-                data = np.frombuffer(emu.read(addr, arg.nbytes), arg.array.dtype)
-                arg.array[...] = data.reshape(arg.array.shape)
-                if arg.target is not arg.array:
-                    arg.target[...] = arg.array
+        emu = self.module.emulator
+        ptrs, placed = {}, []
+        try:
+            for buf in host_buffers(bound):  # one allocation per distinct host memory range
+                addr = emu.alloc(buf.nbytes)
+                placed.append((buf, addr))
+                if buf.nbytes:
+                    emu.write(addr, buf.data.tobytes())
+                for member in buf.members:
+                    ptrs[member.index] = buf.pointer(addr, member)
+            emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem)
+            for buf, addr in placed:
+                for member in buf.members:
+                    _copy_back(emu, member.arg, buf.pointer(addr, member))
+        finally:
+            for _, addr in reversed(placed):
+                emu.free(addr)
 
     launch = __call__
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{p.name}: {p.type}{'*' if p.pointer else ''}" for p in self.params)
         return f"<EmulatedKernel {self.name}({sig}) on the emulator>"
+
+
+def _copy_back(emu, arg: HostArg, addr: int) -> None:
+    """Copy a writable host argument's bytes back from emulated memory."""
+    import numpy as np
+
+    if arg.writeback and arg.nbytes:
+        data = np.frombuffer(emu.read(addr, arg.nbytes), arg.array.dtype)
+        arg.array[...] = data.reshape(arg.array.shape)
+        if arg.target is not arg.array:
+            arg.target[...] = arg.array
 
 
 def load_emulated(source, signatures=None) -> EmulatedModule:

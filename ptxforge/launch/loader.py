@@ -40,6 +40,7 @@ from .args import (
     param_layout,
     stream_handle,
 )
+from .buffers import HostBuffer, host_buffers
 from .device import check, driver, use_device
 from .image import (
     ModuleImage,
@@ -337,21 +338,25 @@ class PreparedLaunch:
         self.kernel = kernel
         self.bound = tuple(bound)
         self.stream = stream
-        self._buffers: list[tuple[HostArg, int]] = []
+        self._buffers: list[tuple[HostBuffer, int]] = []
         self._closed = False
         use_device(kernel.module.device)
         drv = driver()
         cu_stream = drv.CUstream(stream)
-        packed: list[bytes] = []
+        ptrs: dict[int, int] = {}
         try:
-            for arg in self.bound:
+            for buf in host_buffers(self.bound):  # one allocation per distinct host range
+                ptr = int(check(drv.cuMemAlloc(max(buf.nbytes, 1)), f"cuMemAlloc({buf.nbytes})"))
+                self._buffers.append((buf, ptr))
+                if buf.nbytes:
+                    check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), buf.start, buf.nbytes,
+                                                cu_stream), "cuMemcpyHtoDAsync")
+                for member in buf.members:
+                    ptrs[member.index] = buf.pointer(ptr, member)
+            packed: list[bytes] = []
+            for index, arg in enumerate(self.bound):
                 if isinstance(arg, HostArg):
-                    ptr = int(check(drv.cuMemAlloc(max(arg.nbytes, 1)), f"cuMemAlloc({arg.nbytes})"))
-                    self._buffers.append((arg, ptr))
-                    if arg.nbytes:
-                        check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), arg.array.ctypes.data,
-                                                    arg.nbytes, cu_stream), "cuMemcpyHtoDAsync")
-                    packed.append(arg.packed(ptr))
+                    packed.append(arg.packed(ptrs[index]))
                 else:
                     if isinstance(arg, DeviceArg) and arg.stream is not None \
                             and not _same_stream(arg.stream, stream):
@@ -400,15 +405,21 @@ class PreparedLaunch:
         cu_stream = drv.CUstream(self.stream)
         try:
             if copy_back:
-                for arg, ptr in self._buffers:
-                    if arg.writeback and arg.nbytes:
-                        check(drv.cuMemcpyDtoHAsync(arg.array.ctypes.data, drv.CUdeviceptr(ptr),
-                                                    arg.nbytes, cu_stream), "cuMemcpyDtoHAsync")
+                for buf, ptr in self._buffers:
+                    for member in buf.members:
+                        arg = member.arg
+                        if arg.writeback and arg.nbytes:
+                            check(drv.cuMemcpyDtoHAsync(arg.array.ctypes.data,
+                                                        drv.CUdeviceptr(buf.pointer(ptr, member)),
+                                                        arg.nbytes, cu_stream),
+                                  "cuMemcpyDtoHAsync")
             check(drv.cuStreamSynchronize(cu_stream), f"kernel {self.kernel.name!r}")
             if copy_back:
-                for arg, _ in self._buffers:
-                    if arg.writeback and arg.target is not arg.array:
-                        arg.target[...] = arg.array
+                for buf, _ in self._buffers:
+                    for member in buf.members:
+                        arg = member.arg
+                        if arg.writeback and arg.target is not arg.array:
+                            arg.target[...] = arg.array
         finally:
             for _, ptr in self._buffers:
                 try:

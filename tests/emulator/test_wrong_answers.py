@@ -69,3 +69,55 @@ def test_fma_f64_is_exact_when_the_product_overflows():
     load(ptx, device="emulator")["fma64"](a, b, c, out, 5, grid=1, block=32)
     # 2**1024 - 1.5 * 2**1023 = 2**1022 (4.49e307); 2 * DBL_MAX - DBL_MAX = DBL_MAX
     assert out.tolist() == [2.0 ** 1022, dmax, -np.inf, -dmax, -np.inf]
+
+
+INPLACE = r"""
+extern "C" __global__ void axpy2(float *y, const float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i] + y[i];
+}
+extern "C" __global__ void shift(float *dst, const float *src, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i] * 10.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def inplace():
+    return load(compile_cu(INPLACE, "inplace"), device="emulator")
+
+
+def test_one_array_passed_twice_is_one_allocation(inplace):
+    x = np.arange(100, dtype=np.float32)
+    inplace["axpy2"](x, x, 100, grid=1, block=128)
+    np.testing.assert_array_equal(x, 3 * np.arange(100, dtype=np.float32))
+
+
+def test_overlapping_views_share_memory(inplace):
+    buf = np.arange(64, dtype=np.float32)
+    src, dst = buf[8:40], buf[:32]  # dst[i] = 10 * buf[i + 8]: every read precedes every write
+    inplace["shift"](dst, src, 32, grid=1, block=32)
+    want = np.arange(64, dtype=np.float32)
+    want[:32] = 10 * np.arange(8, 40, dtype=np.float32)
+    np.testing.assert_array_equal(buf, want)
+
+
+def test_non_contiguous_view_that_overlaps_is_refused(inplace):
+    from ptxforge.errors import LaunchError
+
+    buf = np.arange(64, dtype=np.float32)
+    with pytest.raises(LaunchError, match="non-contiguous array that shares memory"):
+        inplace["shift"](buf[:32], buf[::2], 32, grid=1, block=32)
+
+
+def test_heap_is_flat_across_launches(inplace):
+    x = np.arange(3 << 18, dtype=np.float32)  # 3 MB in, 3 MB out
+    y = np.zeros_like(x)
+    emu = inplace.emulator
+    inplace["shift"](y, x, 16, grid=1, block=32)
+    size = len(emu.memory.heap)
+    for _ in range(100):
+        inplace["shift"](y, x, 16, grid=1, block=32)
+    assert len(emu.memory.heap) == size
+    assert y[:16].tolist() == (10 * x[:16]).tolist() and y[16] == 0
