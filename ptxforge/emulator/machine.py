@@ -27,20 +27,25 @@ from ptxforge.ptx.opcodes import Barrier, Return, families_with
 from ptxforge.ptx.layout import (element_size, param_layout, params_size, shared_layout,
                                  var_layout, var_size)
 
-from . import ops_float, ops_int, ops_mem, ops_tensor, ops_warp
+from . import ops_float, ops_int, ops_mem, ops_sync, ops_tensor, ops_warp
 from .calls import inline_calls
 from .memory import EmulationError, Memory
 from .operands import Decoded, Unsupported, reg_bits, where
 from .values import UINT, immediate
 
-__all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS"]
+__all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS", "RESERVED_SMEM"]
 
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
                          | set(ops_warp.FAMILIES) | set(ops_tensor.FAMILIES)
+                         | set(ops_sync.FAMILIES)
                          | {"bra"} | set(families_with(Return))
                          | set(families_with(Barrier))))
 MAX_STEPS = 2_000_000
+#: Bytes of shared memory each block reserves past its own (``%reserved_smem_offset_*``; what
+#: cooperative-groups tiles wider than a warp keep their barrier in).
+RESERVED_SMEM = 1024
+_TEXTURES = ("tex", "tld4", "txq", "suld", "sust", "sured", "suq")
 
 
 def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
@@ -151,6 +156,9 @@ def _builder(d: Decoded):
     fam = d.family
     if fam == "call":
         raise Unsupported("a call that is recursive, indirect or to a function without a body")
+    if fam in _TEXTURES:
+        raise Unsupported("textures and surfaces are not emulated; pass the data as a global "
+                          "array")
     if fam in ops_float.ANY_TYPE:
         return ops_float.ANY_TYPE[fam]
     is_float = bool(d.types) and d.types[-1].is_float
@@ -158,7 +166,8 @@ def _builder(d: Decoded):
         return ops_int.CARRY_FORMS[fam]
     if is_float and fam in ops_float.FAMILIES:
         return ops_float.FAMILIES[fam]
-    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES):
+    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES,
+                  ops_sync.FAMILIES):
         if fam in table:
             return table[fam]
     if fam in ops_float.FAMILIES:
@@ -183,7 +192,7 @@ class Machine:
     """One wave of blocks in flight: registers, program counters, carry flags, special registers."""
 
     def __init__(self, prog: Program, mem: Memory, blocks: list, block_dim: tuple,
-                 grid_dim: tuple, dyn_smem: int) -> None:
+                 grid_dim: tuple, dyn_smem: int, env: "dict | None" = None) -> None:
         self.prog = prog
         self.mem = mem
         nb = len(blocks)
@@ -201,6 +210,12 @@ class Machine:
             "%nwarpid": -(-per // 32), "%smid": 0, "%nsmid": 1, "%gridid": 0,
             "%dynamic_smem_size": dyn_smem, "%total_smem_size": prog.static_shared + dyn_smem,
         }
+        begin = -(-(prog.static_shared + dyn_smem) // 16) * 16
+        self._special.update({
+            "%reserved_smem_offset_begin": begin, "%reserved_smem_offset_end": begin
+            + RESERVED_SMEM, "%reserved_smem_offset_cap": RESERVED_SMEM,
+            "%reserved_smem_offset_0": begin, "%reserved_smem_offset_1": begin + 16})
+        self._env = env
         self.lane = lin % 32
         self.warp_id = slot * 64 + lin // 32
         self.warp_base = np.arange(n, dtype=np.int64) - self.lane
@@ -242,6 +257,12 @@ class Machine:
                  "%lanemask_le": lambda: (one << (lane + one)) - one,
                  "%lanemask_ge": lambda: ~((one << lane) - one) & np.uint64(0xFFFFFFFF),
                  "%lanemask_gt": lambda: ~((one << (lane + one)) - one) & np.uint64(0xFFFFFFFF)}
+        if name.startswith("%envreg"):
+            if self._env is None:
+                raise EmulationError(f"{self.where('')}: {name} (the grid-sync workspace) exists "
+                                     "only in a cooperative launch; expected "
+                                     "kernel(..., cooperative=True)")
+            return np.asarray(self._env.get(name, 0), np.uint32)
         if name not in table:
             raise EmulationError(f"{self.where('')}: special register {name} is not emulated")
         return table[name]()

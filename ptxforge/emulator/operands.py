@@ -127,6 +127,9 @@ def reader(op, ty: PtxType, symbols: dict) -> Reader:
         dt = dtype_of(ty)
         return lambda m, idx: m.special(name, idx).astype(dt)
     if isinstance(op, ir.Symbol):
+        if op.name == "WARP_SZ":  # what warpSize compiles to
+            size = immediate(32, ty)
+            return lambda m, idx: size
         if op.name not in symbols:
             raise Unsupported(f"unknown symbol {op.name!r}")
         value = immediate(symbols[op.name][1], ty)

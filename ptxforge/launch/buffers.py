@@ -1,4 +1,5 @@
 """Host arrays grouped by the memory they occupy: one device allocation per distinct host range.
+(Also the byte conversions of ``module.set`` / ``module.get`` for module variables.)
 
 An array passed as two pointer arguments (``k(x, x)``), or two overlapping views of one buffer
 (``x[:-1]`` and ``x[1:]``), must be *one* device allocation, or an in-place kernel writes one
@@ -32,7 +33,7 @@ from ptxforge.errors import LaunchError
 
 from .arrays import HostArg
 
-__all__ = ["BufferMember", "HostBuffer", "host_buffers"]
+__all__ = ["BufferMember", "HostBuffer", "host_buffers", "symbol_array", "symbol_bytes"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -115,3 +116,33 @@ def host_buffers(bound: Sequence[Any]) -> tuple[HostBuffer, ...]:
                         for i, a in sorted(items, key=lambda t: t[0]))
         out.append(HostBuffer(start=start, nbytes=size, members=members, data=data))
     return tuple(out)
+
+
+def symbol_bytes(name: str, value: Any, size: int) -> bytes:
+    """The bytes ``module.set(name, value)`` writes: a NumPy array or scalar, at most the
+    variable's ``size`` bytes."""
+    import numpy as np
+
+    try:
+        array = np.ascontiguousarray(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"module.set({name!r}, ...): expected a NumPy array or number, got "
+                          f"{type(value).__name__}") from None
+    if array.dtype.hasobject or array.dtype.kind not in "biuf":
+        raise LaunchError(f"module.set({name!r}, ...): expected a numeric array, got dtype "
+                          f"{array.dtype}")
+    if array.nbytes > size:
+        raise LaunchError(f"module.set({name!r}, ...): the variable holds {size} bytes, got "
+                          f"{array.nbytes} ({array.dtype} x {array.size})")
+    return array.tobytes()
+
+
+def symbol_array(name: str, data: bytes, dtype: Any) -> Any:
+    """``module.get(name, dtype)``: the variable's bytes as a NumPy array of ``dtype``."""
+    import numpy as np
+
+    dt = np.dtype(dtype)
+    if len(data) % dt.itemsize:
+        raise LaunchError(f"module.get({name!r}, {dt}): the variable's {len(data)} bytes are not "
+                          f"a whole number of {dt} values")
+    return np.frombuffer(data, dt).copy()

@@ -26,16 +26,18 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from ptxforge.errors import LaunchError
 from ptxforge.ptx import ir
+from ptxforge.ptx.layout import var_size
 
 from .args import HostArg, ScalarArg, bind_args, check_launch_dims, pack_param_buffer
-from .buffers import host_buffers
+from .buffers import host_buffers, symbol_array, symbol_bytes
 from .image import module_image
 
 __all__ = ["EmulatedModule", "EmulatedKernel", "load_emulated"]
 
 
 class EmulatedModule:
-    """A module on the interpreter; ``module["name"]`` is an :class:`EmulatedKernel`."""
+    """A module on the interpreter; ``module["name"]`` is an :class:`EmulatedKernel`;
+    :meth:`set` / :meth:`get` write and read its ``__constant__`` and ``__device__`` variables."""
 
     __slots__ = ("emulator", "image", "device")
 
@@ -72,6 +74,35 @@ class EmulatedModule:
 
     def __contains__(self, name: str) -> bool:
         return name in self.image.signatures
+
+    def _variable(self, name: str) -> tuple:
+        emu = self.emulator
+        if name not in emu.symbols or emu.symbols[name][0] not in ("const", "global"):
+            known = ", ".join(n for n, (sp, _) in emu.symbols.items()
+                              if sp in ("const", "global")) or "none"
+            raise LaunchError(f"no __constant__ or __device__ variable named {name!r} in this "
+                              f"module (variables: {known})")
+        space, addr = emu.symbols[name]
+        var = next(v for v in emu.module.globals if getattr(v, "name", None) == name)
+        return space, addr, var_size(var)
+
+    def set(self, name: str, value: Any) -> None:
+        """Write a ``__constant__`` or ``__device__`` variable (``cudaMemcpyToSymbol``)."""
+        space, addr, size = self._variable(name)
+        data = symbol_bytes(name, value, size)
+        mem = self.emulator.memory
+        if space == "const":
+            mem.const[addr: addr + len(data)] = bytearray(data)
+        else:
+            mem.write(addr, data)
+
+    def get(self, name: str, dtype: Any = "uint8") -> Any:
+        """A variable's current bytes as a NumPy array of ``dtype`` (``cudaMemcpyFromSymbol``)."""
+        space, addr, size = self._variable(name)
+        mem = self.emulator.memory
+        data = mem.const[addr: addr + size].tobytes() if space == "const" \
+            else mem.read(addr, size)
+        return symbol_array(name, data, dtype)
 
     def unload(self) -> None:
         """Nothing to free (kept for the GPU module's API)."""
@@ -111,7 +142,8 @@ class EmulatedKernel:
         return bind_args(ir.Kernel(self.name, params=self.params), args, kwargs)
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
+                 stream: Any = None, sync: bool = False, cooperative: bool = False,
+                 **kwargs: Any) -> None:
         if grid is None or block is None:
             raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         if stream is not None:
@@ -139,7 +171,8 @@ class EmulatedKernel:
                     emu.write(addr, buf.data.tobytes())
                 for member in buf.members:
                     ptrs[member.index] = buf.pointer(addr, member)
-            emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem)
+            emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem,
+                       cooperative=cooperative)
             for buf, addr in placed:
                 for member in buf.members:
                     _copy_back(emu, member.arg, buf.pointer(addr, member))

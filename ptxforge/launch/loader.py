@@ -40,7 +40,7 @@ from .args import (
     param_layout,
     stream_handle,
 )
-from .buffers import HostBuffer, host_buffers
+from .buffers import HostBuffer, host_buffers, symbol_array, symbol_bytes
 from .device import check, driver, use_device
 from .image import (
     ModuleImage,
@@ -170,6 +170,35 @@ class LoadedModule:
     def __contains__(self, name: str) -> bool:
         return name in self.image.signatures
 
+    def _global(self, name: str) -> tuple[int, int]:
+        """(device address, size) of a module variable (``cuModuleGetGlobal``)."""
+        if self._unloaded:
+            raise DeviceError("this module has been unloaded")
+        use_device(self.device)
+        drv = driver()
+        result = drv.cuModuleGetGlobal(self.handle, name.encode())
+        if result[0] != drv.CUresult.CUDA_SUCCESS:
+            raise LaunchError(f"no __constant__ or __device__ variable named {name!r} in this "
+                              f"module ({result[0].name})")
+        return int(result[1]), int(result[2])
+
+    def set(self, name: str, value: Any) -> None:
+        """Write a ``__constant__`` or ``__device__`` variable (``cudaMemcpyToSymbol``)."""
+        ptr, size = self._global(name)
+        data = symbol_bytes(name, value, size)
+        drv = driver()
+        check(drv.cuMemcpyHtoD(drv.CUdeviceptr(ptr), data, len(data)), f"cuMemcpyHtoD({name})")
+
+    def get(self, name: str, dtype: Any = "uint8") -> Any:
+        """A variable's current bytes as a NumPy array of ``dtype`` (``cudaMemcpyFromSymbol``)."""
+        ptr, size = self._global(name)
+        host = ctypes.create_string_buffer(max(size, 1))
+        if size:
+            drv = driver()
+            check(drv.cuMemcpyDtoH(ctypes.addressof(host), drv.CUdeviceptr(ptr), size),
+                  f"cuMemcpyDtoH({name})")
+        return symbol_array(name, host.raw[:size], dtype)
+
     def unload(self) -> None:
         """Unload the module from the device (idempotent); its kernels become unusable."""
         if not self._unloaded:
@@ -296,14 +325,15 @@ class LoadedKernel:
         return PreparedLaunch(self, bound, handle)
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
+                 stream: Any = None, sync: bool = False, cooperative: bool = False,
+                 **kwargs: Any) -> None:
         if grid is None or block is None:
             raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         _, _, smem = check_launch_dims(grid, block, shared_mem, max_threads=self.max_threads_per_block)
         self._check_shared(smem)
         prepared = self.prepare(*args, stream=stream, **kwargs)
         try:
-            prepared.enqueue(grid, block, shared_mem)
+            prepared.enqueue(grid, block, shared_mem, cooperative=cooperative)
             if sync:
                 prepared.synchronize()
         finally:
@@ -369,8 +399,10 @@ class PreparedLaunch:
         self._pointers = (ctypes.c_void_p * max(len(packed), 1))(
             *[ctypes.addressof(buf) for buf in self._storage])
 
-    def enqueue(self, grid: Any, block: Any, shared_mem: int = 0) -> None:
-        """Launch once on the prepared stream (asynchronous)."""
+    def enqueue(self, grid: Any, block: Any, shared_mem: int = 0, *,
+                cooperative: bool = False) -> None:
+        """Launch once on the prepared stream (asynchronous); ``cooperative`` launches with
+        ``cuLaunchCooperativeKernel`` (every block resident: grid-wide sync works)."""
         if self._closed:
             raise LaunchError("this PreparedLaunch has been finished")
         kernel = self.kernel
@@ -385,6 +417,11 @@ class PreparedLaunch:
                   f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem})")
             kernel._dyn_smem = smem
         params = ctypes.addressof(self._pointers) if self.bound else None
+        if cooperative:
+            check(drv.cuLaunchCooperativeKernel(kernel.handle, g[0], g[1], g[2], b[0], b[1], b[2],
+                                                smem, drv.CUstream(self.stream), params),
+                  f"cuLaunchCooperativeKernel({kernel.name}, grid={g}, block={b})")
+            return
         check(drv.cuLaunchKernel(kernel.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem,
                                  drv.CUstream(self.stream), params, 0),
               f"cuLaunchKernel({kernel.name}, grid={g}, block={b}, shared_mem={smem})")
