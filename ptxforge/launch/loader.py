@@ -186,8 +186,12 @@ class LoadedModule:
         """Write a ``__constant__`` or ``__device__`` variable (``cudaMemcpyToSymbol``)."""
         ptr, size = self._global(name)
         data = symbol_bytes(name, value, size)
+        if not data:
+            return
+        host = ctypes.create_string_buffer(data, len(data))
         drv = driver()
-        check(drv.cuMemcpyHtoD(drv.CUdeviceptr(ptr), data, len(data)), f"cuMemcpyHtoD({name})")
+        check(drv.cuMemcpyHtoD(drv.CUdeviceptr(ptr), ctypes.addressof(host), len(data)),
+              f"cuMemcpyHtoD({name})")
 
     def get(self, name: str, dtype: Any = "uint8") -> Any:
         """A variable's current bytes as a NumPy array of ``dtype`` (``cudaMemcpyFromSymbol``)."""
