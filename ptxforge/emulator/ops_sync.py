@@ -1,7 +1,8 @@
-"""``mbarrier`` objects for the interpreter (what ``cuda::barrier`` and ``cuda::pipeline`` compile
-to): init, arrive (with a count, ``arrive_drop``, ``expect_tx``, ``noComplete``), ``expect_tx``,
-``complete_tx``, ``test_wait`` / ``try_wait`` (by token or by phase parity), ``inval``, and
-``cp.async.mbarrier.arrive``.
+"""``mbarrier`` objects for the interpreter (what cuda::barrier and cuda::pipeline compile to).
+
+Emulated: init, arrive (with a count, ``arrive_drop``, ``expect_tx``, ``noComplete``),
+``expect_tx``, ``complete_tx``, ``test_wait`` / ``try_wait`` (by token or by phase parity),
+``inval``, and ``cp.async.mbarrier.arrive``.
 
 The 64-bit barrier object in shared (or global) memory holds, in the interpreter's own layout
 (the PTX ISA leaves it opaque): the pending arrivals (bits 0-20), the expected arrivals of the
