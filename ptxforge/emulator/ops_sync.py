@@ -29,7 +29,7 @@ from ptxforge.ptx import types as T
 from .memory import EmulationError
 from .operands import Unsupported, address, reader, writer
 
-__all__ = ["FAMILIES", "pack", "unpack", "cp_async_arrive"]
+__all__ = ["FAMILIES", "cp_async_arrive", "pack", "unpack"]
 
 _FIELD = (1 << 21) - 1
 

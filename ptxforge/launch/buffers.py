@@ -25,7 +25,8 @@ Example::
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 

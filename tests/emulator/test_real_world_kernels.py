@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from real_world_source import real_world_ptx
 
 from ptxforge.emulator import EmulationError
 from ptxforge.launch.loader import load
-
-from real_world_source import real_world_ptx
 
 
 @pytest.fixture(scope="module")

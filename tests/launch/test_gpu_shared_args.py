@@ -52,9 +52,9 @@ def test_gpu_overlapping_views_share_memory(inplace):
 
 @pytest.fixture(scope="module")
 def real_world():
-    from ptxforge.launch.loader import load
-
     from real_world_source import real_world_ptx
+
+    from ptxforge.launch.loader import load
 
     gpu = load(real_world_ptx())
     yield gpu, load(real_world_ptx(), device="emulator")

@@ -110,7 +110,7 @@ extern "C" __global__ void texture_fetch(cudaTextureObject_t tex, float *out) {
 
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def real_world_ptx() -> str:
     """PTX of :data:`SOURCE` for sm_80 (disk-cached)."""
     return compile_cu(SOURCE, "real_world", options=tuple(f"-I{d}" for d in cuda_include_dirs()))
