@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import Barrier, Return, families_with
+from ptxforge.ptx.opcodes import Barrier, MemoryAccess, Return, families_with
 from ptxforge.ptx.layout import (element_size, param_layout, params_size, shared_layout,
                                  var_layout, var_size)
 
@@ -45,7 +45,6 @@ MAX_STEPS = 2_000_000
 #: Bytes of shared memory each block reserves past its own (``%reserved_smem_offset_*``; what
 #: cooperative-groups tiles wider than a warp keep their barrier in).
 RESERVED_SMEM = 1024
-_TEXTURES = ("tex", "tld4", "txq", "suld", "sust", "sured", "suq")
 
 
 def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
@@ -156,7 +155,8 @@ def _builder(d: Decoded):
     fam = d.family
     if fam == "call":
         raise Unsupported("a call that is recursive, indirect or to a function without a body")
-    if fam in _TEXTURES:
+    access = d.op.info.get(MemoryAccess) if d.op.info is not None else None
+    if access is not None and access.texture:
         raise Unsupported("textures and surfaces are not emulated; pass the data as a global "
                           "array")
     if fam in ops_float.ANY_TYPE:
