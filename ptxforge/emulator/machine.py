@@ -192,7 +192,7 @@ class Machine:
     """One wave of blocks in flight: registers, program counters, carry flags, special registers."""
 
     def __init__(self, prog: Program, mem: Memory, blocks: list, block_dim: tuple,
-                 grid_dim: tuple, dyn_smem: int, env: "dict | None" = None) -> None:
+                 grid_dim: tuple, dyn_smem: int, env: dict | None = None) -> None:
         self.prog = prog
         self.mem = mem
         nb = len(blocks)

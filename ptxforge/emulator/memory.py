@@ -181,7 +181,7 @@ class Memory:
         out = np.empty((len(addr), nbytes), np.uint8)
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
-            words, pos, unit = _words(array, flat, nbytes)
+            words, pos, _unit = _words(array, flat, nbytes)
             got = words[pos].view(np.uint8).reshape(len(flat), nbytes)
             if isinstance(sel, slice):
                 return got
@@ -194,7 +194,7 @@ class Memory:
         nbytes = data.shape[1]
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
-            words, pos, unit = _words(array, flat, nbytes)
+            words, pos, _unit = _words(array, flat, nbytes)
             part = np.ascontiguousarray(data[sel])
             words[pos] = part.view(words.dtype).reshape(pos.shape)
 
