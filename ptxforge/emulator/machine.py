@@ -27,7 +27,7 @@ from ptxforge.ptx.opcodes import Barrier, MemoryAccess, Return, families_with
 from ptxforge.ptx.layout import (element_size, param_layout, params_size, shared_layout,
                                  var_layout, var_size)
 
-from . import ops_float, ops_int, ops_mem, ops_sync, ops_tensor, ops_warp
+from . import ops_float, ops_int, ops_mem, ops_sync, ops_tensor, ops_warp, ops_wmma
 from .calls import inline_calls
 from .memory import EmulationError, Memory
 from .operands import Decoded, Unsupported, reg_bits, where
@@ -38,7 +38,7 @@ __all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS", "RESERVED_SMEM"]
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
                          | set(ops_warp.FAMILIES) | set(ops_tensor.FAMILIES)
-                         | set(ops_sync.FAMILIES)
+                         | set(ops_sync.FAMILIES) | set(ops_wmma.FAMILIES)
                          | {"bra"} | set(families_with(Return))
                          | set(families_with(Barrier))))
 MAX_STEPS = 2_000_000
@@ -167,7 +167,7 @@ def _builder(d: Decoded):
     if is_float and fam in ops_float.FAMILIES:
         return ops_float.FAMILIES[fam]
     for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES,
-                  ops_sync.FAMILIES):
+                  ops_sync.FAMILIES, ops_wmma.FAMILIES):
         if fam in table:
             return table[fam]
     if fam in ops_float.FAMILIES:
