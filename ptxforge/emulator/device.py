@@ -32,14 +32,16 @@ import numpy as np
 from ptxforge.ptx import ir
 from ptxforge.ptx.layout import var_layout, var_size
 
-from .machine import Machine, Program, _init_bytes
+from .machine import RESERVED_SMEM, Machine, Program, _init_bytes
 from .memory import EmulationError, Memory
 from .operands import Unsupported
 
-__all__ = ["Emulator", "ptx_lines", "WAVE_THREADS"]
+__all__ = ["Emulator", "ptx_lines", "WAVE_THREADS", "COOPERATIVE_THREADS"]
 
 #: Threads run together in one wave (whole blocks; at least one block).
 WAVE_THREADS = 8192
+#: The most threads a cooperative launch (every block in one wave) may have.
+COOPERATIVE_THREADS = 1 << 16
 
 
 def ptx_lines(text: str, module: ir.Module) -> dict:
@@ -132,6 +134,10 @@ class Emulator:
         """Reserve zeroed global memory; return its address."""
         return self.memory.alloc(nbytes)
 
+    def free(self, address: int) -> None:
+        """Release memory from :meth:`alloc` (the heap shrinks when its end is free)."""
+        self.memory.free(address)
+
     def write(self, address: int, data: bytes) -> None:
         """Copy bytes into global memory."""
         self.memory.write(address, data)
@@ -140,8 +146,13 @@ class Emulator:
         """Bytes of global memory."""
         return self.memory.read(address, nbytes)
 
-    def launch(self, name: str, params: bytes, grid=1, block=1, shared_mem: int = 0) -> None:
-        """Run kernel ``name`` over ``grid`` blocks of ``block`` threads to completion."""
+    def launch(self, name: str, params: bytes, grid=1, block=1, shared_mem: int = 0,
+               cooperative: bool = False) -> None:
+        """Run kernel ``name`` over ``grid`` blocks of ``block`` threads to completion.
+
+        ``cooperative`` runs every block in one wave with a grid-sync workspace (what
+        ``cudaLaunchCooperativeKernel`` gives ``cooperative_groups::this_grid().sync()``).
+        """
         prog = self.program(name)
         g, b = _dim3(grid, "grid"), _dim3(block, "block")
         per = b[0] * b[1] * b[2]
@@ -152,12 +163,26 @@ class Emulator:
                                  f"got {len(params)}")
         mem = self.memory
         mem.param = np.frombuffer(bytes(params) + bytes(64), np.uint8).copy()
-        mem.shared_size = prog.static_shared + int(shared_mem)
+        begin = -(-(prog.static_shared + int(shared_mem)) // 16) * 16
+        mem.shared_size = begin + RESERVED_SMEM
         mem.local_size = prog.local_size
         blocks = [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
         per_wave = max(1, WAVE_THREADS // per)
-        for start in range(0, len(blocks), per_wave):
-            wave = blocks[start:start + per_wave]
-            machine = Machine(prog, mem, wave, b, g, int(shared_mem))
-            mem.start_wave(len(wave), machine.n, machine.slot)
-            machine.run()
+        env = None
+        if cooperative:
+            if len(blocks) * per > COOPERATIVE_THREADS:
+                raise EmulationError(f"kernel {name!r}: a cooperative launch runs every block at "
+                                     f"once; expected at most {COOPERATIVE_THREADS} threads, got "
+                                     f"{len(blocks) * per}")
+            per_wave = len(blocks)
+            work = self.memory.alloc(64)
+            env = {"%envreg1": work >> 32, "%envreg2": work & 0xFFFFFFFF}
+        try:
+            for start in range(0, len(blocks), per_wave):
+                wave = blocks[start:start + per_wave]
+                machine = Machine(prog, mem, wave, b, g, int(shared_mem), env)
+                mem.start_wave(len(wave), machine.n, machine.slot)
+                machine.run()
+        finally:
+            if env is not None:
+                self.memory.free(work)

@@ -18,9 +18,9 @@ Example::
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
+
+from .fma64 import fma64
 
 __all__ = [
     "MODES",
@@ -132,24 +132,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype, mode: str = "rn") ->
         if dtype != np.float64:
             p = a * b  # exact: 2 x 24 bits fit in 53
             return _finish(*two_sum(p, c), dtype, mode)
-        out = a * b + c
-        ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & np.isfinite(out)
-        for i in np.flatnonzero(ok):
-            exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
-            out[i] = _fraction_to_f64(exact, mode)
-        return out
-
-
-def _fraction_to_f64(q: Fraction, mode: str) -> float:
-    """The f64 nearest ``q`` in ``mode`` (Python's float() of a Fraction is round-to-nearest)."""
-    try:
-        r = float(q)
-    except OverflowError:
-        r = float("inf") if q > 0 else float("-inf")
-    if mode == "rn" or not np.isfinite(r):
-        return r
-    err = q - Fraction(r)
-    return float(directed(np.array([r]), np.array([float((err > 0) - (err < 0))]), mode)[0])
+        return fma64(a, b, c, mode)
 
 
 def div(a: np.ndarray, b: np.ndarray, dtype, mode: str = "rn") -> np.ndarray:

@@ -23,24 +23,28 @@ from __future__ import annotations
 import numpy as np
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import Barrier, Return, families_with
+from ptxforge.ptx.opcodes import Barrier, MemoryAccess, Return, families_with
 from ptxforge.ptx.layout import (element_size, param_layout, params_size, shared_layout,
                                  var_layout, var_size)
 
-from . import ops_float, ops_int, ops_mem, ops_tensor, ops_warp
+from . import ops_float, ops_int, ops_mem, ops_sync, ops_tensor, ops_warp, ops_wmma
 from .calls import inline_calls
 from .memory import EmulationError, Memory
 from .operands import Decoded, Unsupported, reg_bits, where
 from .values import UINT, immediate
 
-__all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS"]
+__all__ = ["Program", "Machine", "SUPPORTED", "MAX_STEPS", "RESERVED_SMEM"]
 
 SUPPORTED = tuple(sorted(set(ops_int.FAMILIES) | set(ops_float.FAMILIES)
                          | set(ops_float.ANY_TYPE) | set(ops_mem.FAMILIES)
                          | set(ops_warp.FAMILIES) | set(ops_tensor.FAMILIES)
+                         | set(ops_sync.FAMILIES) | set(ops_wmma.FAMILIES)
                          | {"bra"} | set(families_with(Return))
                          | set(families_with(Barrier))))
 MAX_STEPS = 2_000_000
+#: Bytes of shared memory each block reserves past its own (``%reserved_smem_offset_*``; what
+#: cooperative-groups tiles wider than a warp keep their barrier in).
+RESERVED_SMEM = 1024
 
 
 def _init_bytes(var: ir.VarDecl, address_of=None) -> bytes:
@@ -151,6 +155,10 @@ def _builder(d: Decoded):
     fam = d.family
     if fam == "call":
         raise Unsupported("a call that is recursive, indirect or to a function without a body")
+    access = d.op.info.get(MemoryAccess) if d.op.info is not None else None
+    if access is not None and access.texture:
+        raise Unsupported("textures and surfaces are not emulated; pass the data as a global "
+                          "array")
     if fam in ops_float.ANY_TYPE:
         return ops_float.ANY_TYPE[fam]
     is_float = bool(d.types) and d.types[-1].is_float
@@ -158,7 +166,8 @@ def _builder(d: Decoded):
         return ops_int.CARRY_FORMS[fam]
     if is_float and fam in ops_float.FAMILIES:
         return ops_float.FAMILIES[fam]
-    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES):
+    for table in (ops_int.FAMILIES, ops_mem.FAMILIES, ops_warp.FAMILIES, ops_tensor.FAMILIES,
+                  ops_sync.FAMILIES, ops_wmma.FAMILIES):
         if fam in table:
             return table[fam]
     if fam in ops_float.FAMILIES:
@@ -166,11 +175,24 @@ def _builder(d: Decoded):
     raise Unsupported(f"unknown instruction family {fam!r}")
 
 
+class _Registers(dict):
+    """Registers by name, each allocated (zeroed, one value per thread) when first touched."""
+
+    def __init__(self, n: int, widths: dict) -> None:
+        super().__init__()
+        self._n, self._widths = n, widths
+
+    def __missing__(self, name: str) -> np.ndarray:
+        bits = self._widths[name]
+        array = self[name] = np.zeros(self._n, bool if bits == 1 else UINT[bits])
+        return array
+
+
 class Machine:
     """One wave of blocks in flight: registers, program counters, carry flags, special registers."""
 
     def __init__(self, prog: Program, mem: Memory, blocks: list, block_dim: tuple,
-                 grid_dim: tuple, dyn_smem: int) -> None:
+                 grid_dim: tuple, dyn_smem: int, env: dict | None = None) -> None:
         self.prog = prog
         self.mem = mem
         nb = len(blocks)
@@ -181,29 +203,24 @@ class Machine:
         lin = np.tile(np.arange(per, dtype=np.int64), nb)
         slot = np.repeat(np.arange(nb, dtype=np.int64), per)
         self.slot = slot
-        tid = (lin % bx, (lin // bx) % by, lin // (bx * by))
-        cta = np.array(blocks, dtype=np.int64).reshape(nb, 3)
-        self._special = {
-            "%tid.x": tid[0], "%tid.y": tid[1], "%tid.z": tid[2],
+        self._lin, self._blocks, self._dims = lin, blocks, (bx, by)
+        self._special: dict = {
             "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz,
-            "%ctaid.x": cta[slot, 0], "%ctaid.y": cta[slot, 1], "%ctaid.z": cta[slot, 2],
             "%nctaid.x": grid_dim[0], "%nctaid.y": grid_dim[1], "%nctaid.z": grid_dim[2],
-            "%laneid": lin % 32, "%warpid": lin // 32, "%nwarpid": -(-per // 32),
-            "%smid": 0, "%nsmid": 1, "%gridid": 0,
+            "%nwarpid": -(-per // 32), "%smid": 0, "%nsmid": 1, "%gridid": 0,
             "%dynamic_smem_size": dyn_smem, "%total_smem_size": prog.static_shared + dyn_smem,
-            "%lanemask_eq": np.uint64(1) << (lin % 32).astype(np.uint64),
         }
-        lane = (lin % 32).astype(np.uint64)
-        self._special["%lanemask_lt"] = (np.uint64(1) << lane) - np.uint64(1)
-        self._special["%lanemask_le"] = (np.uint64(1) << (lane + np.uint64(1))) - np.uint64(1)
-        self._special["%lanemask_ge"] = (~self._special["%lanemask_lt"]) & np.uint64(0xFFFFFFFF)
-        self._special["%lanemask_gt"] = (~self._special["%lanemask_le"]) & np.uint64(0xFFFFFFFF)
+        begin = -(-(prog.static_shared + dyn_smem) // 16) * 16
+        self._special.update({
+            "%reserved_smem_offset_begin": begin, "%reserved_smem_offset_end": begin
+            + RESERVED_SMEM, "%reserved_smem_offset_cap": RESERVED_SMEM,
+            "%reserved_smem_offset_0": begin, "%reserved_smem_offset_1": begin + 16})
+        self._env = env
         self.lane = lin % 32
         self.warp_id = slot * 64 + lin // 32
         self.warp_base = np.arange(n, dtype=np.int64) - self.lane
         self.warp_len = np.minimum(per - (lin - self.lane), 32)
-        self.regs = {name: np.zeros(n, bool if bits == 1 else UINT[bits])
-                     for name, bits in prog.registers.items()}
+        self.regs = _Registers(n, prog.registers)
         self.cc = np.zeros(n, np.uint8)
         self.pc = np.zeros(n, np.int64)
         self.exited = np.zeros(n, bool)
@@ -219,36 +236,75 @@ class Machine:
             return np.full(len(idx), self.steps, np.uint64)
         value = self._special.get(name)
         if value is None:
-            raise EmulationError(f"{self.where('')}: special register {name} is not emulated")
+            value = self._special[name] = self._per_thread(name)
         if np.ndim(value) == 0:
             return np.full(len(idx), value)
         return value[idx]
+
+    def _per_thread(self, name: str) -> np.ndarray:
+        """A per-thread special register, computed when a kernel first reads it."""
+        lin, (bx, by) = self._lin, self._dims
+        lane = (lin % 32).astype(np.uint64)
+        one = np.uint64(1)
+        if name.startswith("%tid."):
+            return {"x": lin % bx, "y": (lin // bx) % by, "z": lin // (bx * by)}[name[-1]]
+        if name.startswith("%ctaid.") and name[-1] in "xyz":
+            cta = np.array(self._blocks, dtype=np.int64).reshape(-1, 3)
+            return cta[self.slot, "xyz".index(name[-1])]
+        table = {"%laneid": lambda: lin % 32, "%warpid": lambda: lin // 32,
+                 "%lanemask_eq": lambda: one << lane,
+                 "%lanemask_lt": lambda: (one << lane) - one,
+                 "%lanemask_le": lambda: (one << (lane + one)) - one,
+                 "%lanemask_ge": lambda: ~((one << lane) - one) & np.uint64(0xFFFFFFFF),
+                 "%lanemask_gt": lambda: ~((one << (lane + one)) - one) & np.uint64(0xFFFFFFFF)}
+        if name.startswith("%envreg"):
+            if self._env is None:
+                raise EmulationError(f"{self.where('')}: {name} (the grid-sync workspace) exists "
+                                     "only in a cooperative launch; expected "
+                                     "kernel(..., cooperative=True)")
+            return np.asarray(self._env.get(name, 0), np.uint32)
+        if name not in table:
+            raise EmulationError(f"{self.where('')}: special register {name} is not emulated")
+        return table[name]()
 
     def where(self, opcode: str) -> str:
         return self.prog.where(self._pc_now)
 
     def run(self) -> None:
-        """Run every thread of the wave to its exit."""
+        """Run every thread of the wave to its exit.
+
+        While every live thread stands at one program counter (straight-line code, the common
+        case) the loop keeps that counter as one number and the live threads as one index
+        array, and writes the per-thread counters back only when the threads part.
+        """
         prog, code = self.prog, self.prog.code
         ncode = len(code)
+        together = False          # every live thread is at pc ``p``; self.pc is stale
+        live_idx = np.flatnonzero(~(self.exited | self.waiting))
+        p = 0
         with np.errstate(all="ignore"):
             while True:
-                live = ~(self.exited | self.waiting)
-                if not live.any():
-                    if not self.waiting.any():
-                        return
-                    if not self._release():
-                        at = prog.where(int(self.pc[self.waiting][0]) - 1)
-                        raise EmulationError(f"kernel {prog.name!r}: deadlock: threads wait at "
-                                             "a barrier that the rest of their block never "
-                                             f"reaches ({at})")
-                    continue
-                pcs = self.pc[live]
-                p = int(pcs.min())
+                if together:
+                    idx = live_idx
+                else:
+                    live_idx = np.flatnonzero(~(self.exited | self.waiting))
+                    if not len(live_idx):
+                        if not self.waiting.any():
+                            return
+                        if not self._release():
+                            at = prog.where(int(self.pc[self.waiting][0]) - 1)
+                            raise EmulationError(f"kernel {prog.name!r}: deadlock: threads wait "
+                                                 "at a barrier that the rest of their block "
+                                                 f"never reaches ({at})")
+                        continue
+                    pcs = self.pc[live_idx]
+                    p = int(pcs.min())
+                    here = pcs == p
+                    together = bool(here.all())
+                    idx = live_idx if together else live_idx[here]
                 if p >= ncode:
                     raise EmulationError(f"kernel {prog.name!r}: threads ran off the end of the "
                                          "code without ret or exit")
-                idx = np.flatnonzero(live & (self.pc == p))
                 self._pc_now = p
                 self.steps += 1
                 if self.steps > MAX_STEPS:
@@ -260,11 +316,20 @@ class Machine:
                     name, neg = guard
                     g = self.regs[name][idx].astype(bool)
                     take = idx[~g] if neg else idx[g]
-                self.pc[idx] = p + 1
                 if kind == 0:
                     if len(take):
                         payload(self, take)
-                elif kind == 1:  # bra
+                    if together:
+                        p += 1
+                    else:
+                        self.pc[idx] = p + 1
+                    continue
+                if kind == 1 and together and len(take) in (0, len(idx)):
+                    p = payload if len(take) else p + 1   # a uniform branch
+                    continue
+                self.pc[idx] = p + 1      # the threads part (or may): counters per thread
+                together = False
+                if kind == 1:  # bra
                     self.pc[take] = payload
                 elif kind == 2:  # ret / exit
                     self.exited[take] = True

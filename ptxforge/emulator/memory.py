@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 from typing import Optional
 
 import numpy as np
@@ -76,6 +77,19 @@ class Memory:
         self._ends.append(end)
         return GLOBAL_BASE + start
 
+    def free(self, address: int) -> None:
+        """Release the allocation at ``address``; the heap shrinks back past freed space at
+        its end (so a launch that allocates and frees leaves the heap as it found it)."""
+        i = address - GLOBAL_BASE
+        if i not in self._starts:
+            raise EmulationError(f"free of {address:#x}, which is not an emulated allocation")
+        k = self._starts.index(i)
+        del self._starts[k]
+        del self._ends[k]
+        top = max(self._ends, default=0)
+        if top + 64 < len(self.heap):
+            self.heap = self.heap[: top + 64].copy()
+
     def write(self, address: int, data: bytes) -> None:
         """Copy ``data`` to global memory at ``address``."""
         i = self._check_host(address, len(data))
@@ -107,6 +121,12 @@ class Memory:
         addr = addr.astype(np.uint64)
         if space == "global":
             off = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
+            if len(off) and int(addr.min()) >= GLOBAL_BASE:
+                # the common case: every access inside the allocation holding the lowest one
+                lo, hi = int(off.min()), int(off.max())
+                k = bisect.bisect_right(self._starts, lo) - 1
+                if k >= 0 and hi + nbytes <= self._ends[k]:
+                    return self.heap, off
             pos = np.searchsorted(np.asarray(self._starts, np.int64), off, side="right") - 1
             ends = np.asarray(self._ends, np.int64)
             bad = (addr < GLOBAL_BASE) | (pos < 0) | (off + nbytes > ends[np.maximum(pos, 0)])
@@ -158,25 +178,40 @@ class Memory:
     def load(self, space: str, addr: np.ndarray, threads: np.ndarray, nbytes: int,
              where: str) -> np.ndarray:
         """The bytes (an (n, nbytes) uint8 array) at ``addr`` for each of ``threads``."""
-        out = np.zeros((len(addr), nbytes), np.uint8)
-        span = np.arange(nbytes, dtype=np.int64)
+        out = np.empty((len(addr), nbytes), np.uint8)
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
-            out[sel] = array[flat[:, None] + span]
+            words, pos, _unit = _words(array, flat, nbytes)
+            got = words[pos].view(np.uint8).reshape(len(flat), nbytes)
+            if isinstance(sel, slice):
+                return got
+            out[sel] = got
         return out
 
     def store(self, space: str, addr: np.ndarray, threads: np.ndarray, data: np.ndarray,
               where: str) -> None:
         """Write ``data`` (an (n, nbytes) uint8 array) at ``addr`` for each of ``threads``."""
         nbytes = data.shape[1]
-        span = np.arange(nbytes, dtype=np.int64)
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
-            array[flat[:, None] + span] = data[sel]
+            words, pos, _unit = _words(array, flat, nbytes)
+            part = np.ascontiguousarray(data[sel])
+            words[pos] = part.view(words.dtype).reshape(pos.shape)
 
-    def scalar_view(self, space: str, addr: int, thread: int, nbytes: int, where: str):
-        """(array, index) of one element, for atomics applied one thread at a time."""
-        for name, _, sub in self._spaces(space, np.array([addr], np.uint64)):
-            array, flat = self._flat(name, sub, np.array([thread]), nbytes, where)
-            return array, int(flat[0])
-        raise EmulationError(f"{where}: no memory at {addr:#x}")  # pragma: no cover
+
+_UNITS = {8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}
+
+
+def _words(array: np.ndarray, flat: np.ndarray, nbytes: int):
+    """``array`` viewed in the widest unit (8, 4, 2 or 1 bytes) that divides ``nbytes`` and
+    every start in ``flat``, with the unit positions of each access: (view, positions, unit).
+    An aligned access then gathers one word per unit instead of one index per byte."""
+    unit = 8
+    while unit > 1 and (nbytes % unit or (len(flat) and np.bitwise_or.reduce(flat) % unit)):
+        unit //= 2
+    usable = len(array) - len(array) % unit
+    words = array[:usable].view(_UNITS[unit])
+    base = flat // unit if unit > 1 else flat
+    if nbytes == unit:
+        return words, base, unit
+    return words, base[:, None] + np.arange(nbytes // unit, dtype=np.int64), unit

@@ -127,6 +127,9 @@ def reader(op, ty: PtxType, symbols: dict) -> Reader:
         dt = dtype_of(ty)
         return lambda m, idx: m.special(name, idx).astype(dt)
     if isinstance(op, ir.Symbol):
+        if op.name == "WARP_SZ":  # what warpSize compiles to
+            size = immediate(32, ty)
+            return lambda m, idx: size
         if op.name not in symbols:
             raise Unsupported(f"unknown symbol {op.name!r}")
         value = immediate(symbols[op.name][1], ty)
@@ -143,13 +146,13 @@ def writer(op, ty: PtxType):
     name, bits = op.name, reg_bits(op)
     if bits == 1:
         def put_pred(m, idx, values):
-            m.regs[name][idx] = np.broadcast_to(np.asarray(values, bool), idx.shape)
+            m.regs[name][idx] = np.asarray(values, bool)
         return put_pred
     if bits not in (16, 32, 64):
         raise Unsupported(f"{bits}-bit register {name}")
 
     def put(m, idx, values):
-        m.regs[name][idx] = np.broadcast_to(to_bits(values, ty, bits), idx.shape)
+        m.regs[name][idx] = to_bits(values, ty, bits)  # a 0-d value broadcasts
     return put
 
 

@@ -3,8 +3,9 @@
 ``ld``/``st`` take any state space (an explicit ``.global``/``.shared``/``.local``/``.const``/
 ``.param``, or a generic address routed by its window), vectors (``.v2``/``.v4``) and narrow
 types (``ld.u8`` into a 32-bit register zero-extends, ``ld.s8`` sign-extends).  ``atom`` and
-``red`` are applied one thread at a time in thread order, so conflicting updates compose as
-a sequence would (``atom`` returns each thread's old value).  ``mov`` also packs and unpacks
+``red`` update every distinct location at once and apply the updates of one location in
+thread order (rounds of the next pending thread per location), so conflicting updates
+compose as a sequence would (``atom`` returns each thread's old value).  ``mov`` also packs and unpacks
 vectors (``mov.b64 {lo, hi}, %rd``) and takes a variable's address.
 
 Example::
@@ -12,8 +13,8 @@ Example::
     >>> import numpy as np
     >>> from ptxforge.emulator.ops_mem import atomic_apply
     >>> from ptxforge.ptx import types as T
-    >>> atomic_apply("inc", np.uint32(3), np.uint32(3), None, T.u32)
-    0
+    >>> atomic_apply("inc", np.array([3, 1], np.uint32), np.uint32(3), None, T.u32).tolist()
+    [0, 2]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
-from .memory import CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW
+from .memory import CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, EmulationError
 from .operands import Unsupported, address, reader, writer
 from .values import UINT, dtype_of
 
@@ -162,29 +163,43 @@ _ATOM_OPS = ("add", "min", "max", "inc", "dec", "exch", "cas", "and", "or", "xor
 
 
 def atomic_apply(op: str, old, b, c, ty):
-    """The new value of an atomic ``op`` on ``old`` with operands ``b`` (and ``c`` for cas)."""
+    """The new values of an atomic ``op`` on ``old`` with operands ``b`` (and ``c`` for cas),
+    element-wise over arrays."""
+    old, b = np.asarray(old), np.asarray(b)
     if op == "add":
         if ty.is_float:
             dt = dtype_of(ty)
-            return (np.asarray(old, dt) + np.asarray(b, dt)).astype(dt)
-        return np.asarray(old) + np.asarray(b)
+            return (old.astype(dt) + b.astype(dt)).astype(dt)
+        return old + b
     if op == "min":
         return np.minimum(old, b) if not ty.is_float else np.fmin(old, b)
     if op == "max":
         return np.maximum(old, b) if not ty.is_float else np.fmax(old, b)
     if op == "inc":
-        return 0 if old >= b else old + 1
+        return np.where(old >= b, 0, old + 1).astype(old.dtype)
     if op == "dec":
-        return b if (old == 0 or old > b) else old - 1
+        return np.where((old == 0) | (old > b), b, old - 1).astype(old.dtype)
     if op == "exch":
         return b
     if op == "cas":
-        return c if old == b else old
+        return np.where(old == b, c, old)
     if op == "and":
         return old & b
     if op == "or":
         return old | b
     return old ^ b
+
+
+def _rounds(keys: np.ndarray):
+    """Positions of ``keys`` in rounds: each round holds the next occurrence (in thread order)
+    of every key still pending, so updates of one location apply in thread order while
+    different locations update together."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    rank = np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
+    for r in range(int(rank.max()) + 1 if len(keys) else 0):
+        yield order[rank == r]
 
 
 def _build_atom(d, inst, symbols):
@@ -213,13 +228,19 @@ def _build_atom(d, inst, symbols):
         cv = np.broadcast_to(np.asarray(c(m, idx)).astype(dt), idx.shape) if c else None
         old_out = np.zeros(idx.shape, dt)
         with np.errstate(all="ignore"):
-            for k, t in enumerate(idx):
-                array, pos = m.mem.scalar_view(space, int(addrs[k]), int(t), size, where)
-                cell = array[pos:pos + size].view(dt)
-                old = cell[0]
-                old_out[k] = old
-                new = atomic_apply(op, old, bv[k], None if cv is None else cv[k], ty)
-                cell[0] = np.asarray(new).astype(dt)
+            for name, sel, sub in m.mem._spaces(space, addrs):
+                pos = np.arange(len(idx))[sel]
+                array, flat = m.mem._flat(name, sub, idx[sel], size, where)
+                if len(flat) and np.bitwise_or.reduce(flat) % size:
+                    raise EmulationError(f"{where}: misaligned {size}-byte atomic")
+                cells = array[: len(array) - len(array) % size].view(dt)
+                for group in _rounds(flat):
+                    at_cell = flat[group] // size
+                    old = cells[at_cell]
+                    p = pos[group]
+                    old_out[p] = old
+                    cells[at_cell] = atomic_apply(op, old, bv[p], None if cv is None else cv[p],
+                                                  ty)
         if put is not None:
             put(m, idx, old_out)
     return run

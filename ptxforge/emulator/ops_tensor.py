@@ -38,6 +38,7 @@ from ptxforge.ptx import types as T
 
 from .memory import EmulationError
 from .operands import Unsupported, address, reader, writer
+from .ops_sync import cp_async_arrive
 
 __all__ = ["FAMILIES", "fragment_coords", "MMA_SHAPES"]
 
@@ -266,6 +267,8 @@ def _build_stmatrix(d, inst, symbols):
 
 
 def _build_cp(d, inst, symbols):
+    if d.has("async") and d.has("mbarrier") and d.has("arrive"):
+        return cp_async_arrive(d, inst, symbols, lambda m, idx: _complete(m, idx, None))
     if not d.has("async") or d.has("bulk") or d.has("tensor") or d.has("mbarrier"):
         raise Unsupported("cp.async (ca/cg, shared <- global) and its groups only")
     if d.has("commit_group"):
@@ -305,11 +308,13 @@ def _build_cp(d, inst, symbols):
     return issue
 
 
-def _complete(m, idx, keep: int) -> None:
-    """Write the copies of threads ``idx`` in every group committed before their newest ``keep``."""
+def _complete(m, idx, keep) -> None:
+    """Write the copies of threads ``idx`` in every group committed before their newest ``keep``
+    (``None``: every copy they issued, committed or not)."""
     mine = np.zeros(m.n, bool)
     mine[idx] = True
-    limit = m.async_group - keep                 # groups numbered below this are complete
+    # groups numbered below this are complete
+    limit = m.async_group - keep if keep is not None else np.full(m.n, np.iinfo(np.int64).max)
     left = []
     for threads, groups, dst, data, here in m.async_pending:
         done = mine[threads] & (groups < limit[threads])

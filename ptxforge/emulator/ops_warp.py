@@ -4,8 +4,9 @@
 A warp is 32 consecutive threads of a block in linear thread order (x fastest).  The threads
 that execute the instruction together are the active ones; ``vote``, ``redux`` and ``match``
 combine exactly those (an inactive lane is not counted, as on the hardware when it is outside
-the member mask).  ``shfl`` reads the source lane's register even when that lane is inactive
-(undefined in the ISA; a lane outside the warp's threads gives the thread's own value).
+the member mask).  Each thread combines the lanes of its own membermask operand that execute
+with it, so two half-warps with masks ``0xFFFF`` and ``0xFFFF0000`` reduce apart.  ``shfl``
+reads the source lane's register even when that lane is inactive (undefined in the ISA; a lane outside the warp's threads gives the thread's own value).
 
 Example::
 
@@ -81,26 +82,58 @@ def _per_warp(m, idx):
     return inverse, len(warps)
 
 
+_LANES = np.arange(32, dtype=np.uint32)
+
+
+def _mask_reader(inst, pos: int, symbols):
+    """The membermask operand at ``pos`` (a full warp when the form has none)."""
+    if len(inst.operands) > pos:
+        return reader(inst.operands[pos], T.b32, symbols)
+    return lambda m, idx: np.uint32(0xFFFFFFFF)
+
+
+def _members(m, idx, mask):
+    """Each active thread's warp row and the lanes it combines: (w, k, sel).
+
+    ``sel[t, l]`` is true when lane ``l`` is executing with thread ``t`` and is in ``t``'s
+    membermask, so two halves of a warp with masks 0xFFFF and 0xFFFF0000 combine apart.
+    """
+    w, k = _per_warp(m, idx)
+    lane = m.lane[idx]
+    present = np.zeros((k, 32), bool)
+    present[w, lane] = True
+    bits = np.broadcast_to(np.asarray(mask).astype(np.uint32), idx.shape)
+    sel = ((bits[:, None] >> _LANES) & np.uint32(1)).astype(bool) & present[w]
+    return w, k, sel
+
+
+def _table(w, k, lane, values, dtype):
+    """A (k, 32) table of each warp's values by lane."""
+    table = np.zeros((k, 32), dtype)
+    table[w, lane] = values
+    return table
+
+
 def _build_vote(d, inst, symbols):
     mode = next((x for x in ("all", "any", "uni", "ballot") if d.has(x)), None)
     if mode is None:
         raise Unsupported("vote without a mode")
     get = reader(inst.operands[1], T.pred, symbols)
+    mask = _mask_reader(inst, 2, symbols)
     put = writer(inst.operands[0], T.b32 if mode == "ballot" else T.pred)
 
     def run(m, idx):
         p = np.broadcast_to(get(m, idx), idx.shape).astype(bool)
-        w, k = _per_warp(m, idx)
+        w, k, sel = _members(m, idx, mask(m, idx))
+        votes = _table(w, k, m.lane[idx], p, bool)[w] & sel
         if mode == "ballot":
-            acc = np.zeros(k, np.uint32)
-            np.bitwise_or.at(acc, w, (p.astype(np.uint32) << m.lane[idx].astype(np.uint32)))
-            put(m, idx, acc[w])
+            put(m, idx, (votes.astype(np.uint32) << _LANES).sum(axis=1, dtype=np.uint32))
             return
-        trues = np.bincount(w, weights=p, minlength=k)
-        total = np.bincount(w, minlength=k)
+        trues = votes.sum(axis=1)
+        total = sel.sum(axis=1)
         result = {"all": trues == total, "any": trues > 0,
                   "uni": (trues == 0) | (trues == total)}[mode]
-        put(m, idx, result[w])
+        put(m, idx, result)
     return run
 
 
@@ -121,19 +154,23 @@ def _build_redux(d, inst, symbols):
         raise Unsupported("redux.sync form")
     ty = d.type
     get = reader(inst.operands[1], ty, symbols)
+    mask = _mask_reader(inst, 2, symbols)
     put = writer(inst.operands[0], ty)
     ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
              "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
 
     def run(m, idx):
         v = np.broadcast_to(get(m, idx), idx.shape)
-        w, k = _per_warp(m, idx)
-        out = np.empty(k, v.dtype)
-        for g in range(k):
-            sel = v[w == g]
-            out[g] = ufunc.reduce(sel.astype(np.int64) if op == "add" else sel) \
-                if op != "add" else np.asarray(sel.astype(np.int64).sum()).astype(v.dtype)
-        put(m, idx, out[w])
+        w, k, sel = _members(m, idx, mask(m, idx))
+        rows = _table(w, k, m.lane[idx], v, v.dtype)[w]
+        if op == "add":
+            total = np.where(sel, rows.astype(np.int64), 0).sum(axis=1)
+            put(m, idx, total.astype(np.uint64).astype(v.dtype))
+            return
+        info = np.iinfo(v.dtype)
+        identity = {"min": info.max, "max": info.min, "and": -1 if info.min < 0 else info.max,
+                    "or": 0, "xor": 0}[op]
+        put(m, idx, ufunc.reduce(np.where(sel, rows, v.dtype.type(identity)), axis=1))
     return run
 
 
@@ -141,6 +178,7 @@ def _build_match(d, inst, symbols):
     mode = "all" if d.has("all") else "any"
     ty = d.type
     get = reader(inst.operands[1], ty, symbols)
+    mask = _mask_reader(inst, 2, symbols)
     dst = inst.operands[0]
     pred = None
     if isinstance(dst, ir.Vector):
@@ -150,22 +188,12 @@ def _build_match(d, inst, symbols):
 
     def run(m, idx):
         v = np.broadcast_to(get(m, idx), idx.shape)
-        w, k = _per_warp(m, idx)
-        lanes = m.lane[idx].astype(np.uint32)
-        out = np.zeros(idx.shape, np.uint32)
-        same = np.zeros(idx.shape, bool)
-        for g in range(k):
-            sel = np.flatnonzero(w == g)
-            vals = v[sel]
-            for s in sel:
-                eq = sel[vals == v[s]]
-                mask = np.bitwise_or.reduce(np.uint32(1) << lanes[eq])
-                out[s] = mask
-            if mode == "all":
-                uniform = bool(np.all(vals == vals[0]))
-                same[sel] = uniform
-                if not uniform:
-                    out[sel] = 0
+        w, k, sel = _members(m, idx, mask(m, idx))
+        eq = (_table(w, k, m.lane[idx], v, v.dtype)[w] == v[:, None]) & sel
+        out = (eq.astype(np.uint32) << _LANES).sum(axis=1, dtype=np.uint32)
+        same = (eq == sel).all(axis=1)
+        if mode == "all":
+            out = np.where(same, out, np.uint32(0))
         put(m, idx, out)
         if put_p is not None:
             put_p(m, idx, same)

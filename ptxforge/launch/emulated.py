@@ -5,7 +5,9 @@ without a GPU.
 Arguments are bound and checked exactly as for a GPU launch (:func:`~.args.bind_args`); NumPy
 arrays are copied into the emulator's memory before the launch and back after it.  Device
 arrays (CUDA array interface, DLPack on a GPU) and streams have no meaning here and are
-refused with a :class:`~ptxforge.errors.LaunchError`.
+refused with a :class:`~ptxforge.errors.LaunchError`.  Arguments that share host memory (one
+array passed twice, overlapping views) share one emulated allocation
+(:mod:`~ptxforge.launch.buffers`), and every allocation is freed after the copy back.
 
 Example::
 
@@ -24,15 +26,18 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from ptxforge.errors import LaunchError
 from ptxforge.ptx import ir
+from ptxforge.ptx.layout import var_size
 
 from .args import HostArg, ScalarArg, bind_args, check_launch_dims, pack_param_buffer
+from .buffers import host_buffers, symbol_array, symbol_bytes
 from .image import module_image
 
 __all__ = ["EmulatedModule", "EmulatedKernel", "load_emulated"]
 
 
 class EmulatedModule:
-    """A module on the interpreter; ``module["name"]`` is an :class:`EmulatedKernel`."""
+    """A module on the interpreter; ``module["name"]`` is an :class:`EmulatedKernel`;
+    :meth:`set` / :meth:`get` write and read its ``__constant__`` and ``__device__`` variables."""
 
     __slots__ = ("emulator", "image", "device")
 
@@ -69,6 +74,35 @@ class EmulatedModule:
 
     def __contains__(self, name: str) -> bool:
         return name in self.image.signatures
+
+    def _variable(self, name: str) -> tuple:
+        emu = self.emulator
+        if name not in emu.symbols or emu.symbols[name][0] not in ("const", "global"):
+            known = ", ".join(n for n, (sp, _) in emu.symbols.items()
+                              if sp in ("const", "global")) or "none"
+            raise LaunchError(f"no __constant__ or __device__ variable named {name!r} in this "
+                              f"module (variables: {known})")
+        space, addr = emu.symbols[name]
+        var = next(v for v in emu.module.globals if getattr(v, "name", None) == name)
+        return space, addr, var_size(var)
+
+    def set(self, name: str, value: Any) -> None:
+        """Write a ``__constant__`` or ``__device__`` variable (``cudaMemcpyToSymbol``)."""
+        space, addr, size = self._variable(name)
+        data = symbol_bytes(name, value, size)
+        mem = self.emulator.memory
+        if space == "const":
+            mem.const[addr: addr + len(data)] = bytearray(data)
+        else:
+            mem.write(addr, data)
+
+    def get(self, name: str, dtype: Any = "uint8") -> Any:
+        """A variable's current bytes as a NumPy array of ``dtype`` (``cudaMemcpyFromSymbol``)."""
+        space, addr, size = self._variable(name)
+        mem = self.emulator.memory
+        data = mem.const[addr: addr + size].tobytes() if space == "const" \
+            else mem.read(addr, size)
+        return symbol_array(name, data, dtype)
 
     def unload(self) -> None:
         """Nothing to free (kept for the GPU module's API)."""
@@ -108,7 +142,8 @@ class EmulatedKernel:
         return bind_args(ir.Kernel(self.name, params=self.params), args, kwargs)
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
+                 stream: Any = None, sync: bool = False, cooperative: bool = False,
+                 **kwargs: Any) -> None:
         if grid is None or block is None:
             raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         if stream is not None:
@@ -122,33 +157,45 @@ class EmulatedKernel:
                 raise LaunchError(f"kernel {self.name!r} requires block {want} (.reqntid), "
                                   f"got {b}")
         bound = self.bind(*args, **kwargs)
-        emu = self.module.emulator
-        ptrs, copies = {}, []
-        for index, arg in enumerate(bound):
-            if isinstance(arg, HostArg):
-                addr = emu.alloc(arg.nbytes)
-                if arg.nbytes:
-                    emu.write(addr, arg.array.tobytes())
-                ptrs[index] = addr
-                copies.append((arg, addr))
-            elif not isinstance(arg, ScalarArg):
+        for arg in bound:
+            if not isinstance(arg, (HostArg, ScalarArg)):
                 raise LaunchError(f"kernel {self.name!r}: parameter {arg.param.name!r} is a "
                                   "device array; the emulator takes NumPy arrays")
-        emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem)
-        import numpy as np
-
-        for arg, addr in copies:
-            if arg.writeback and arg.nbytes:
-                data = np.frombuffer(emu.read(addr, arg.nbytes), arg.array.dtype)
-                arg.array[...] = data.reshape(arg.array.shape)
-                if arg.target is not arg.array:
-                    arg.target[...] = arg.array
+        emu = self.module.emulator
+        ptrs, placed = {}, []
+        try:
+            for buf in host_buffers(bound):  # one allocation per distinct host memory range
+                addr = emu.alloc(buf.nbytes)
+                placed.append((buf, addr))
+                if buf.nbytes:
+                    emu.write(addr, buf.data.tobytes())
+                for member in buf.members:
+                    ptrs[member.index] = buf.pointer(addr, member)
+            emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem,
+                       cooperative=cooperative)
+            for buf, addr in placed:
+                for member in buf.members:
+                    _copy_back(emu, member.arg, buf.pointer(addr, member))
+        finally:
+            for _, addr in reversed(placed):
+                emu.free(addr)
 
     launch = __call__
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{p.name}: {p.type}{'*' if p.pointer else ''}" for p in self.params)
         return f"<EmulatedKernel {self.name}({sig}) on the emulator>"
+
+
+def _copy_back(emu, arg: HostArg, addr: int) -> None:
+    """Copy a writable host argument's bytes back from emulated memory."""
+    import numpy as np
+
+    if arg.writeback and arg.nbytes:
+        data = np.frombuffer(emu.read(addr, arg.nbytes), arg.array.dtype)
+        arg.array[...] = data.reshape(arg.array.shape)
+        if arg.target is not arg.array:
+            arg.target[...] = arg.array
 
 
 def load_emulated(source, signatures=None) -> EmulatedModule:

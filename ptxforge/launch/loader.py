@@ -40,6 +40,7 @@ from .args import (
     param_layout,
     stream_handle,
 )
+from .buffers import HostBuffer, host_buffers, symbol_array, symbol_bytes
 from .device import check, driver, use_device
 from .image import (
     ModuleImage,
@@ -169,6 +170,39 @@ class LoadedModule:
     def __contains__(self, name: str) -> bool:
         return name in self.image.signatures
 
+    def _global(self, name: str) -> tuple[int, int]:
+        """(device address, size) of a module variable (``cuModuleGetGlobal``)."""
+        if self._unloaded:
+            raise DeviceError("this module has been unloaded")
+        use_device(self.device)
+        drv = driver()
+        result = drv.cuModuleGetGlobal(self.handle, name.encode())
+        if result[0] != drv.CUresult.CUDA_SUCCESS:
+            raise LaunchError(f"no __constant__ or __device__ variable named {name!r} in this "
+                              f"module ({result[0].name})")
+        return int(result[1]), int(result[2])
+
+    def set(self, name: str, value: Any) -> None:
+        """Write a ``__constant__`` or ``__device__`` variable (``cudaMemcpyToSymbol``)."""
+        ptr, size = self._global(name)
+        data = symbol_bytes(name, value, size)
+        if not data:
+            return
+        host = ctypes.create_string_buffer(data, len(data))
+        drv = driver()
+        check(drv.cuMemcpyHtoD(drv.CUdeviceptr(ptr), ctypes.addressof(host), len(data)),
+              f"cuMemcpyHtoD({name})")
+
+    def get(self, name: str, dtype: Any = "uint8") -> Any:
+        """A variable's current bytes as a NumPy array of ``dtype`` (``cudaMemcpyFromSymbol``)."""
+        ptr, size = self._global(name)
+        host = ctypes.create_string_buffer(max(size, 1))
+        if size:
+            drv = driver()
+            check(drv.cuMemcpyDtoH(ctypes.addressof(host), drv.CUdeviceptr(ptr), size),
+                  f"cuMemcpyDtoH({name})")
+        return symbol_array(name, host.raw[:size], dtype)
+
     def unload(self) -> None:
         """Unload the module from the device (idempotent); its kernels become unusable."""
         if not self._unloaded:
@@ -295,14 +329,15 @@ class LoadedKernel:
         return PreparedLaunch(self, bound, handle)
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                 stream: Any = None, sync: bool = False, **kwargs: Any) -> None:
+                 stream: Any = None, sync: bool = False, cooperative: bool = False,
+                 **kwargs: Any) -> None:
         if grid is None or block is None:
             raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         _, _, smem = check_launch_dims(grid, block, shared_mem, max_threads=self.max_threads_per_block)
         self._check_shared(smem)
         prepared = self.prepare(*args, stream=stream, **kwargs)
         try:
-            prepared.enqueue(grid, block, shared_mem)
+            prepared.enqueue(grid, block, shared_mem, cooperative=cooperative)
             if sync:
                 prepared.synchronize()
         finally:
@@ -337,21 +372,25 @@ class PreparedLaunch:
         self.kernel = kernel
         self.bound = tuple(bound)
         self.stream = stream
-        self._buffers: list[tuple[HostArg, int]] = []
+        self._buffers: list[tuple[HostBuffer, int]] = []
         self._closed = False
         use_device(kernel.module.device)
         drv = driver()
         cu_stream = drv.CUstream(stream)
-        packed: list[bytes] = []
+        ptrs: dict[int, int] = {}
         try:
-            for arg in self.bound:
+            for buf in host_buffers(self.bound):  # one allocation per distinct host range
+                ptr = int(check(drv.cuMemAlloc(max(buf.nbytes, 1)), f"cuMemAlloc({buf.nbytes})"))
+                self._buffers.append((buf, ptr))
+                if buf.nbytes:
+                    check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), buf.start, buf.nbytes,
+                                                cu_stream), "cuMemcpyHtoDAsync")
+                for member in buf.members:
+                    ptrs[member.index] = buf.pointer(ptr, member)
+            packed: list[bytes] = []
+            for index, arg in enumerate(self.bound):
                 if isinstance(arg, HostArg):
-                    ptr = int(check(drv.cuMemAlloc(max(arg.nbytes, 1)), f"cuMemAlloc({arg.nbytes})"))
-                    self._buffers.append((arg, ptr))
-                    if arg.nbytes:
-                        check(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(ptr), arg.array.ctypes.data,
-                                                    arg.nbytes, cu_stream), "cuMemcpyHtoDAsync")
-                    packed.append(arg.packed(ptr))
+                    packed.append(arg.packed(ptrs[index]))
                 else:
                     if isinstance(arg, DeviceArg) and arg.stream is not None \
                             and not _same_stream(arg.stream, stream):
@@ -364,8 +403,10 @@ class PreparedLaunch:
         self._pointers = (ctypes.c_void_p * max(len(packed), 1))(
             *[ctypes.addressof(buf) for buf in self._storage])
 
-    def enqueue(self, grid: Any, block: Any, shared_mem: int = 0) -> None:
-        """Launch once on the prepared stream (asynchronous)."""
+    def enqueue(self, grid: Any, block: Any, shared_mem: int = 0, *,
+                cooperative: bool = False) -> None:
+        """Launch once on the prepared stream (asynchronous); ``cooperative`` launches with
+        ``cuLaunchCooperativeKernel`` (every block resident: grid-wide sync works)."""
         if self._closed:
             raise LaunchError("this PreparedLaunch has been finished")
         kernel = self.kernel
@@ -380,6 +421,11 @@ class PreparedLaunch:
                   f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem})")
             kernel._dyn_smem = smem
         params = ctypes.addressof(self._pointers) if self.bound else None
+        if cooperative:
+            check(drv.cuLaunchCooperativeKernel(kernel.handle, g[0], g[1], g[2], b[0], b[1], b[2],
+                                                smem, drv.CUstream(self.stream), params),
+                  f"cuLaunchCooperativeKernel({kernel.name}, grid={g}, block={b})")
+            return
         check(drv.cuLaunchKernel(kernel.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem,
                                  drv.CUstream(self.stream), params, 0),
               f"cuLaunchKernel({kernel.name}, grid={g}, block={b}, shared_mem={smem})")
@@ -400,15 +446,21 @@ class PreparedLaunch:
         cu_stream = drv.CUstream(self.stream)
         try:
             if copy_back:
-                for arg, ptr in self._buffers:
-                    if arg.writeback and arg.nbytes:
-                        check(drv.cuMemcpyDtoHAsync(arg.array.ctypes.data, drv.CUdeviceptr(ptr),
-                                                    arg.nbytes, cu_stream), "cuMemcpyDtoHAsync")
+                for buf, ptr in self._buffers:
+                    for member in buf.members:
+                        arg = member.arg
+                        if arg.writeback and arg.nbytes:
+                            check(drv.cuMemcpyDtoHAsync(arg.array.ctypes.data,
+                                                        drv.CUdeviceptr(buf.pointer(ptr, member)),
+                                                        arg.nbytes, cu_stream),
+                                  "cuMemcpyDtoHAsync")
             check(drv.cuStreamSynchronize(cu_stream), f"kernel {self.kernel.name!r}")
             if copy_back:
-                for arg, _ in self._buffers:
-                    if arg.writeback and arg.target is not arg.array:
-                        arg.target[...] = arg.array
+                for buf, _ in self._buffers:
+                    for member in buf.members:
+                        arg = member.arg
+                        if arg.writeback and arg.target is not arg.array:
+                            arg.target[...] = arg.array
         finally:
             for _, ptr in self._buffers:
                 try:

@@ -126,6 +126,9 @@ class FakeDriver:
         self.events_live = 0
         self.set_attributes: list[tuple] = []
         self.run_kernels = True                      # False: record launches only
+        self.variables: dict[str, int] = {}          # module variables: name -> size
+        self.globals: dict[bytes, object] = {}
+        self.cooperative: list[str] = []
 
     def __getattribute__(self, name):
         attr = object.__getattribute__(self, name)
@@ -273,9 +276,29 @@ class FakeDriver:
         assert isinstance(stream, self.CUstream) and flags == 0
         return (self.ok,)
 
+    def cuModuleGetGlobal(self, module, name):
+        """A module variable: ``self.variables`` names their sizes; each is zeroed memory."""
+        assert isinstance(name, bytes)
+        size = self.variables.get(name.decode())
+        if size is None:
+            return (self.CUresult.CUDA_ERROR_NOT_FOUND, None, 0)
+        if name not in self.globals:
+            self.globals[name] = self.cuMemAlloc(size)[1]
+        return (self.ok, self.globals[name], size)
+
+    def cuLaunchCooperativeKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params):
+        self.cooperative.append(fn.name)
+        return object.__getattribute__(self, "_launch")(fn, gx, gy, gz, bx, by, bz, smem,
+                                                         stream, params)
+
     # launch: copy each parameter into the buffer at ptxas's offset, then run the kernel
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        assert isinstance(stream, self.CUstream) and extra == 0
+        assert extra == 0
+        return object.__getattribute__(self, "_launch")(fn, gx, gy, gz, bx, by, bz, smem,
+                                                         stream, params)
+
+    def _launch(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params):
+        assert isinstance(stream, self.CUstream)
         assert params is None or isinstance(params, int), "kernelParams: the address of a void*[]"
         if smem > fn.dyn_max:
             return (self.CUresult.CUDA_ERROR_INVALID_VALUE,)
@@ -666,3 +689,42 @@ def test_parse_gives_the_signature_of_foreign_ptx(fake):
     assert mod.names == ("other",)
     assert [(s.offset, s.size) for s in param_layout(mod["other"].params)] == \
         list(cubin_param_layout(_cubin(ptx.encode(), "sm_80"), "other"))
+
+
+# --- issue 25: shared host memory, module variables, cooperative launches -------------------
+
+def test_one_array_passed_twice_is_one_device_allocation(fake):
+    x = np.arange(300, dtype=np.float32)
+    load(SAXPY)["saxpy"](300, 2.0, x, x, grid=2, block=256)
+    assert len(_called(fake, "cuMemAlloc")) == 1 and len(fake.freed) == 1
+    np.testing.assert_array_equal(x, 3 * np.arange(300, dtype=np.float32))
+
+
+def test_overlapping_views_are_one_device_allocation(fake):
+    buf = np.arange(1, 66, dtype=np.float32)
+    x, y = buf[:64], buf[1:]   # y[i] = 2 x[i] + y[i] reads what y[i - 1] wrote (the fake runs in order)
+    want = buf.copy()
+    for i in range(64):
+        want[i + 1] = np.float32(2) * want[i] + want[i + 1]
+    load(SAXPY)["saxpy"](64, 2.0, x, y, grid=1, block=64)
+    (alloc,) = _called(fake, "cuMemAlloc")
+    assert int(alloc[0]) == 65 * 4
+    np.testing.assert_array_equal(buf, want)
+
+
+def test_module_set_and_get_through_cuModuleGetGlobal(fake):
+    fake.variables = {"coef": 16}
+    mod = load(SAXPY)
+    mod.set("coef", np.array([1.5, 2.5], np.float32))
+    assert mod.get("coef", np.float32).tolist() == [1.5, 2.5, 0.0, 0.0]
+    with pytest.raises(LaunchError, match="holds 16 bytes, got 20"):
+        mod.set("coef", np.zeros(5, np.float32))
+    with pytest.raises(LaunchError, match="no __constant__ or __device__ variable named 'nope'"):
+        mod.get("nope")
+
+
+def test_cooperative_launch_uses_cuLaunchCooperativeKernel(fake):
+    x, y = np.ones(32, np.float32), np.ones(32, np.float32)
+    load(SAXPY)["saxpy"](32, 2.0, x, y, grid=1, block=32, cooperative=True)
+    assert fake.cooperative == ["saxpy"] and not _called(fake, "cuLaunchKernel")
+    np.testing.assert_array_equal(y, np.full(32, 3, np.float32))

@@ -21,6 +21,7 @@ __all__ = [
     "VARIANTS",
     "corpus_sources",
     "compile_cu",
+    "cuda_include_dirs",
     "corpus_ptx",
     "all_corpus_ptx",
     "ptxas_stats",
@@ -59,10 +60,23 @@ def _check(err, prog=None, what="") -> None:
     raise RuntimeError(f"NVRTC failed ({err.name}) {what}\n{log}")
 
 
-def _nvrtc_compile(source: str, name: str, arch: str, lineinfo: bool) -> str:
+def cuda_include_dirs() -> tuple[str, ...]:
+    """The CUDA headers NVRTC needs for cub, cuda::barrier / cuda::pipeline and cooperative
+    groups: the nvidia-cuda-cccl headers and the toolkit's include dir from the nvidia wheels."""
+    import nvidia
+
+    out = []
+    for root in nvidia.__path__:
+        for inc in sorted(Path(root).glob("cu[0-9]*/include")):
+            out += [str(inc / "cccl"), str(inc)]
+    return tuple(p for p in out if Path(p).is_dir())
+
+
+def _nvrtc_compile(source: str, name: str, arch: str, lineinfo: bool,
+                   options: tuple = ()) -> str:
     from cuda.bindings import nvrtc
 
-    opts = [f"-arch=compute_{arch[3:]}", "--std=c++17", "-default-device"]
+    opts = [f"-arch=compute_{arch[3:]}", "--std=c++17", "-default-device", *options]
     if lineinfo:
         opts.append("-lineinfo")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
@@ -81,17 +95,19 @@ def _nvrtc_compile(source: str, name: str, arch: str, lineinfo: bool) -> str:
     return buf.rstrip(b"\0").decode()
 
 
-def compile_cu(source: str, name: str, arch: str = "sm_80", lineinfo: bool = False) -> str:
-    """PTX for CUDA C++ ``source`` (disk-cached by content, options and NVRTC version)."""
+def compile_cu(source: str, name: str, arch: str = "sm_80", lineinfo: bool = False,
+               options: tuple = ()) -> str:
+    """PTX for CUDA C++ ``source`` (disk-cached by content, options and NVRTC version);
+    ``options`` are extra NVRTC flags (``-I...``)."""
     key = hashlib.sha256(
-        "\0".join([source, name, arch, str(lineinfo), _nvrtc_version(), "v1"]).encode()
+        "\0".join([source, name, arch, str(lineinfo), _nvrtc_version(), "v1", *options]).encode()
     ).hexdigest()[:32]
     path = _CACHE_DIR / f"{name}-{arch}-{int(lineinfo)}-{key}.ptx"
     try:
         return path.read_text()
     except OSError:
         pass
-    ptx = _nvrtc_compile(source, name, arch, lineinfo)
+    ptx = _nvrtc_compile(source, name, arch, lineinfo, tuple(options))
     try:
         _CACHE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
