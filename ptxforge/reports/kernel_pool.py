@@ -148,8 +148,6 @@ def make_pool(module: ir.Module, chosen: list, tgt: str, text: Optional[str],
     ``fork`` is available; None otherwise (analyse in this process)."""
     jobs = default_jobs() if jobs is None else jobs
     jobs = min(jobs, len(chosen))
-    if jobs <= 1 or text is None or not can_fork():
+    if jobs <= 1 or text is None or sum(len(k.instructions) for k in chosen) < MIN_INSTRUCTIONS:
         return None
-    if sum(len(k.instructions) for k in chosen) < MIN_INSTRUCTIONS:
-        return None
-    return KernelPool(module, chosen, tgt, text, jobs)
+    return KernelPool(module, chosen, tgt, text, jobs) if can_fork() else None

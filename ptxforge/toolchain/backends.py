@@ -25,6 +25,7 @@ from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
 
 from ._worker import nvjitlink_link
+from .tool_facts import remembered
 
 __all__ = [
     "BACKEND_NAMES",
@@ -255,7 +256,12 @@ def find_ptxas() -> list:
 
 @functools.lru_cache(maxsize=32)
 def ptxas_version(path: str) -> tuple:
-    """(major, minor) of a ptxas executable, from ``--version``; (0, 0) if unreadable."""
+    """(major, minor) of a ptxas executable, from ``--version`` (remembered per file:
+    :mod:`.tool_facts`); (0, 0) if unreadable."""
+    return tuple(remembered(path, "ptxas --version", lambda: list(_ask_version(path))))
+
+
+def _ask_version(path: str) -> tuple:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
     except Exception:
@@ -269,7 +275,12 @@ _NOT_A_TARGET = re.compile(r"Value '[^']+' is not defined for option 'gpu-name'"
 
 @functools.lru_cache(maxsize=64)
 def _accepts(exe: str, target: str) -> bool:
-    """Whether the ptxas executable ``exe`` knows ``target`` (``-arch=T --version``)."""
+    """Whether the ptxas executable ``exe`` knows ``target`` (``-arch=T --version``,
+    remembered per file: :mod:`.tool_facts`)."""
+    return bool(remembered(exe, f"ptxas -arch={target}", lambda: _ask_accepts(exe, target)))
+
+
+def _ask_accepts(exe: str, target: str) -> bool:
     try:
         proc = subprocess.run([exe, f"-arch={target}", "--version"], capture_output=True,
                               text=True, timeout=30)

@@ -40,7 +40,7 @@ import struct
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 import attrs
 
@@ -99,6 +99,20 @@ def _pathfinder_candidate() -> list:
     return [found] if found else []
 
 
+def _default_candidates():
+    """The wheels, cuda.pathfinder, PATH, $CUDA_HOME and $CUDA_PATH, in that order; each
+    place looked at only when the ones before it had no nvdisasm (cuda.pathfinder's import
+    costs more than a small file's analysis)."""
+    yield from _wheel_candidates()
+    yield from _pathfinder_candidate()
+    which = shutil.which("nvdisasm")
+    if which:
+        yield which
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            yield str(Path(os.environ[var]) / "bin" / "nvdisasm")
+
+
 def _usable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
@@ -117,6 +131,7 @@ def find_nvdisasm(search_dirs: Optional[Sequence[Union[str, os.PathLike]]] = Non
         '/venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm'
     """
     env = os.environ.get(NVDISASM_ENV)
+    cands: Iterable[str]
     if search_dirs is not None:
         dirs = [os.fspath(d) for d in search_dirs]
         cands, where = [c for d in dirs for c in _in_dir(d)], f"in {', '.join(dirs) or '(none)'}"
@@ -128,13 +143,7 @@ def find_nvdisasm(search_dirs: Optional[Sequence[Union[str, os.PathLike]]] = Non
                                           f"expected the path of nvdisasm; {_INSTALL}")
         return env
     else:
-        cands = _wheel_candidates() + _pathfinder_candidate()
-        which = shutil.which("nvdisasm")
-        if which:
-            cands.append(which)
-        for var in ("CUDA_HOME", "CUDA_PATH"):
-            if os.environ.get(var):
-                cands.append(str(Path(os.environ[var]) / "bin" / "nvdisasm"))
+        cands = _default_candidates()
         where = "in the NVIDIA wheels (nvidia/*/bin), cuda.pathfinder, PATH, $CUDA_HOME, $CUDA_PATH"
     for c in cands:
         if _usable(c):
@@ -144,7 +153,14 @@ def find_nvdisasm(search_dirs: Optional[Sequence[Union[str, os.PathLike]]] = Non
 
 @functools.lru_cache(maxsize=8)
 def nvdisasm_version(path: str) -> str:
-    """``"13.5"`` from ``nvdisasm --version`` (``"?"`` when it does not say)."""
+    """``"13.5"`` from ``nvdisasm --version`` (``"?"`` when it does not say; remembered per
+    file: :mod:`.tool_facts`)."""
+    from .tool_facts import remembered
+
+    return str(remembered(path, "nvdisasm --version", lambda: _ask_version(path)))
+
+
+def _ask_version(path: str) -> str:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
