@@ -5,8 +5,8 @@ real many-kernel build: mangled names, inlined helpers, ``.loc`` lines), in this
 the CPU time it takes (this process and the compilers it runs: ptxas, nvdisasm, workers) is
 compared as a ratio measured in the same run: a per-kernel step that costs the whole file
 (the 30-minute trace of a 213-kernel file was kernels² × file size) makes the ratio 3-4; a
-linear one keeps it at 2 or below (fixed costs make it less).  Each figure is the least of
-two runs (the small file's), after a warm-up that pays for imports and first-use caches.
+linear one keeps it at 2 or below (fixed costs make it less).  The small file's figure is the least
+of two runs (the first pays for imports and first-use caches).
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ def _cost(argv) -> float:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_twice_the_kernels_cost_at_most_twice(command, files, tmp_path):
     argv = COMMANDS[command]
-    _cost(argv(files[N], tmp_path))                         # warm-up
-    small = min(_cost(argv(files[N], tmp_path)) for _ in range(2))
+    small = min(_cost(argv(files[N], tmp_path)) for _ in range(2))   # the first: a warm-up
     big = _cost(argv(files[2 * N], tmp_path))
     assert big / small <= LIMIT, (command, small, big)
 
