@@ -28,8 +28,6 @@ __all__ = ["KernelPool", "kernel_part", "make_pool", "parts_here"]
 
 #: What the workers inherit from the parent at the fork: module, kernels, target, PTX text.
 _SHARED: dict = {}
-#: In a worker: the liveness of the kernels it analysed (the gap needs it again).
-_LIVE: dict = {}
 #: Below this many PTX instructions in all, a pool costs more than it saves.
 MIN_INSTRUCTIONS = 4000
 
@@ -62,9 +60,8 @@ def parts_here(chosen: list, tgt: str, progress) -> tuple:
 
 def _part(i: int) -> tuple:
     k = _SHARED["chosen"][i]
-    mix, live, pressure, prediction = kernel_part(k, _SHARED["target"])
-    _LIVE[k.name] = (live, pressure)
-    return mix, pressure, prediction
+    mix, _, pressure, prediction = kernel_part(k, _SHARED["target"])
+    return mix, pressure, prediction   # the liveness is not kept: memory stays flat
 
 
 class _Stats(dict):
@@ -84,10 +81,8 @@ def _gap(task: tuple) -> tuple:
     k = _SHARED["chosen"][i]
     if "lines" not in _SHARED:
         _SHARED["lines"] = PtxLines(_SHARED["text"])
-    live, pressure = _LIVE.get(k.name) or (None, None)
-    if live is None:
-        live = analyze_liveness(k)
-        pressure = analyze_pressure(k, liveness=live)
+    live = analyze_liveness(k)
+    pressure = analyze_pressure(k, liveness=live)
     try:
         rep = kernel_reports(_Stats({k.name: stats}), sass, _SHARED["module"],
                              _SHARED["text"], [k], lines=_SHARED["lines"],
