@@ -71,19 +71,22 @@ def _ratio(num: float, den: float, lower: bool = False) -> str:
     return ("> " if lower else "") + f"{num / den:.2f}x"
 
 
-def _measure_file(path: Path, env, args, log) -> dict:
-    """ptxas, nvdisasm, analyze (text, json, no-compile) on one file."""
+def _measure_file(path: Path, env, args, log, analyze: bool = True) -> dict:
+    """ptxas, nvdisasm, analyze (text, json, no-compile) on one file (``analyze``: else ptxas only)."""
     rec = {"file": path.name, "bytes": path.stat().st_size,
            "kernels": len(_ENTRY.findall(path.read_text()))}
     ptxas = env.ptxas(path)
     rec["ptxas"] = ptxas.seconds
     rec["ptxas_rc"] = ptxas.rc
     rec["nvdisasm"] = env.nvdisasm(path).seconds if ptxas.rc == 0 else 0.0
+    rec["analyzed"] = analyze
+    if not analyze:
+        return rec
     jobs = ["--jobs", "1"] if env.analyze_jobs else []
     an = env.ptxforge(["analyze", *jobs, str(path)], args.timeout)
     rec.update(analyze=an.seconds, analyze_rc=an.rc, analyze_timed_out=an.timed_out,
                analyze_err=an.error_line)
-    if args.json_row and not an.timed_out:
+    if args.json_row and an.seconds <= args.timeout / 2:   # else it would likely time out too
         js = env.ptxforge(["analyze", *jobs, "--json", str(path)], args.timeout)
         rec.update(json=js.seconds, json_rc=js.rc, json_timed_out=js.timed_out)
     nc = env.ptxforge(["analyze", "--no-compile", str(path)], args.timeout)
@@ -155,7 +158,11 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before a ptxforge command is killed (its figure is then a lower bound)")
     p.add_argument("--no-json-row", dest="json_row", action="store_false",
-                   help="skip timing `analyze --json` per file")
+                   help="skip timing `analyze --json` per file (it is skipped anyway on a file whose "
+                        "text run took over half the timeout)")
+    p.add_argument("--sample-small", type=int, metavar="N",
+                   help="time ptxforge per file on N evenly spaced small files only (ptxas on all, "
+                        "for the folder rows)")
     p.add_argument("--cache", type=Path, help="corpus cache folder (default ~/.cache/ptxforge-bench-scale)")
     args = p.parse_args(argv)
     classes = [c.strip() for c in args.classes.split(",") if c.strip()]
@@ -182,10 +189,15 @@ def main(argv=None) -> int:
             files = sorted(corpus.files[cls])
             if args.quick:
                 files = files[:20] if cls == "small" else sorted(files, key=lambda f: f.stat().st_size)[:1]
-            log(f"\n[{cls}] {len(files)} files")
-            recs = [_measure_file(f, env, args, log) for f in files]
+            sample = set(files)
+            if cls == "small" and args.sample_small and args.sample_small < len(files):
+                step = len(files) / args.sample_small
+                sample = {files[int(i * step)] for i in range(args.sample_small)}
+            log(f"\n[{cls}] {len(files)} files" + (f" (ptxforge timed on {len(sample)} of them, "
+                                                     "evenly spaced)" if len(sample) < len(files) else ""))
+            recs = [_measure_file(f, env, args, log, f in sample) for f in files]
             results["files"][cls] = recs
-            summaries.append(_class_summary(cls, recs))
+            summaries.append(_class_summary(cls, [r for r in recs if r["analyzed"]]))
         if not summaries:
             log("nothing measured")
             return 1

@@ -1,11 +1,11 @@
 """Compile the scale corpus to PTX once and cache it; list its files per class.
 
 The cache folder (default ``~/.cache/ptxforge-bench-scale``, or ``$PTXFORGE_BENCH_SCALE_CACHE``)
-holds one sub-folder per key: a hash of the corpus's sources (``sources.py``, ``gemm.py``), the
-compile options, the NVRTC version, the
-nvidia-cuda-cccl version and the nvcc version.  A file is compiled only when it is missing, so a
-second run compiles nothing.  NVRTC compiles with ``-lineinfo --gpu-architecture=compute_80
--std=c++17`` and the cccl headers of the venv; the thrust class needs host code, so nvcc compiles
+holds one sub-folder per key (a hash of the compile options, the NVRTC version, the
+nvidia-cuda-cccl version and the nvcc version); beside each PTX file, ``.src/`` holds the hash
+of the CUDA C++ it came from.  A file is compiled only when it is missing or its source
+changed, so a second run compiles nothing.  NVRTC compiles with ``-lineinfo
+--gpu-architecture=compute_80 -std=c++17`` and the cccl headers of the venv; the thrust class needs host code, so nvcc compiles
 it (``-ptx -lineinfo -arch=sm_80``), and the class is skipped with a printed reason without one.
 
 Example::
@@ -39,8 +39,6 @@ __all__ = ["Corpus", "build_corpus", "cache_root", "find_nvcc", "include_dirs", 
 _HERE = Path(__file__).resolve().parent
 _NVRTC_OPTS = ["-lineinfo", "--gpu-architecture=compute_80", "-std=c++17"]
 _NVCC_OPTS = ["-ptx", "-lineinfo", "-arch=sm_80", "-std=c++17"]
-#: The files whose text is the corpus (with the options and compiler versions: the cache key).
-_SOURCE_FILES = ("__init__.py", "sources.py", "gemm.py")
 _SOURCES: dict[str, Callable[[], dict]] = {
     "cub": cub_sources, "thrust": thrust_sources, "many": many_sources, "big": big_sources,
     "gemm": gemm_sources, "small": small_sources}
@@ -118,12 +116,28 @@ def _versions() -> str:
 
 
 def _key() -> str:
-    h = hashlib.sha256()
-    for name in _SOURCE_FILES:
-        h.update(name.encode() + b"\0" + (_HERE / name).read_bytes() + b"\0")
-    h.update(repr((_NVRTC_OPTS, _NVCC_OPTS)).encode())
+    """The cache folder's key: the compile options and the compiler and header versions."""
+    h = hashlib.sha256(repr((_NVRTC_OPTS, _NVCC_OPTS)).encode())
     h.update(_versions().encode())
     return h.hexdigest()[:16]
+
+
+def _source_hash(src: str) -> str:
+    return hashlib.sha256(src.encode()).hexdigest()
+
+
+def _sidecar(path: Path) -> Path:
+    """Where the source hash of ``CLASS/STEM.ptx`` lives (``.src/CLASS/STEM.sha256``, kept out of
+    the class folder, which ``check DIR`` reads whole)."""
+    return path.parent.parent / ".src" / path.parent.name / (path.stem + ".sha256")
+
+
+def _fresh(path: Path, src: str) -> bool:
+    """Whether ``path`` holds the PTX of exactly ``src`` (its sidecar says so)."""
+    try:
+        return path.exists() and _sidecar(path).read_text() == _source_hash(src)
+    except OSError:
+        return False
 
 
 def nvrtc_compile(source: str, name: str, includes: list) -> str:
@@ -187,7 +201,7 @@ def build_corpus(classes=CLASSES, root: Path | None = None, jobs: int = 2,
         for stem, src in sorted(_SOURCES[cls]().items()):
             path = folder / cls / f"{stem}.ptx"
             paths.append(path)
-            if not path.exists():
+            if not _fresh(path, src):
                 todo.append((cls, stem, src, path))
         corpus.files[cls] = paths
     if todo:
@@ -200,6 +214,7 @@ def build_corpus(classes=CLASSES, root: Path | None = None, jobs: int = 2,
             ptx = _nvcc_compile(src, stem, nvcc) if cls == "thrust" else \
                 nvrtc_compile(src, stem, includes)
             _write(path, ptx)
+            _write(_sidecar(path), _source_hash(src))
             if cls != "small":
                 log(f"  {cls}/{stem}.ptx: {len(ptx) / 1e6:.2f} MB in {time.perf_counter() - t:.1f} s")
 

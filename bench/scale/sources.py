@@ -268,7 +268,7 @@ _THRUST = r"""
 #include <thrust/transform_reduce.h>
 #include <thrust/functional.h>
 
-struct square { template <typename T> __host__ __device__ T operator()(T x) const { return x * x; } };
+template <typename T> struct square { __host__ __device__ T operator()(const T& x) const { return x * x; } };
 
 template <typename T> void sort_all(T* p, int n) {
   thrust::device_ptr<T> d(p);
@@ -281,7 +281,7 @@ template <typename T> void sort_kv(T* k, int* v, int n) {
 template <typename T> T stats(T* p, int n) {
   thrust::device_ptr<T> d(p);
   T s = thrust::reduce(d, d + n);
-  T q = thrust::transform_reduce(d, d + n, square(), T(0), thrust::plus<T>());
+  T q = thrust::transform_reduce(d, d + n, square<T>(), T(0), thrust::plus<T>());
   thrust::inclusive_scan(d, d + n, d);
   return s + q;
 }
