@@ -34,7 +34,10 @@ bound (printed with ``>``).
 Usage::
 
     PYTHONPATH=. python bench/bench_scale.py [--classes cub,many,...] [--quick] [--json OUT.json]
-                                             [--timeout 300] [--no-json-row]
+                                             [--timeout 300] [--no-json-row] [--sample-small N]
+                                             [--replay IN.json]
+
+The baseline figures (before issue 24's changes) are in docs/cli.md, "At scale".
 
 Targets (issue 24): analyze total <= 1.5x (ptxas + nvdisasm) with --jobs 1, no file over 2.5x;
 a 10 KB file <= 0.4 s or <= 8x ``python -c pass``; check DIR <= 1.2x ptxas total (--jobs 1) and
@@ -106,6 +109,8 @@ def _class_summary(cls: str, recs: list) -> dict:
         s[k] = sum(r[k] for r in recs)
     s["json"] = sum(r.get("json", 0.0) for r in recs)
     s["json_files"] = sum(1 for r in recs if "json" in r)
+    s["json_floor"] = sum(r["ptxas"] + r["nvdisasm"] for r in recs if "json" in r)
+    s["json_timed_out"] = sum(1 for r in recs if r.get("json_timed_out"))
     s["timed_out"] = sum(1 for r in recs if r["analyze_timed_out"])
     s["failed"] = sum(1 for r in recs if r["analyze_rc"] != 0 and not r["analyze_timed_out"])
     worst = max(recs, key=lambda r: r["analyze"] / max(r["ptxas"] + r["nvdisasm"], 1e-9))
@@ -124,7 +129,8 @@ def _print_table(summaries: list, log) -> None:
     for s in summaries:
         floor = s["ptxas"] + s["nvdisasm"]
         lower = s["timed_out"] > 0
-        json_ratio = "-" if not s["json_files"] else _ratio(s["json"], floor, lower)
+        json_ratio = "-" if not s["json_files"] else _ratio(s["json"], s["json_floor"],
+                                                             s["json_timed_out"] > 0)
         if s["json_files"] and s["json_files"] < s["files"]:
             json_ratio += "*"
         log(f"{s['class']:7s} {s['files']:5d} {s['bytes'] / 1e6:6.2f} {s['kernels']:5d} "
@@ -139,12 +145,25 @@ def _print_table(summaries: list, log) -> None:
 def _total(summaries: list) -> dict:
     t = {"class": "TOTAL"}
     for k in ("files", "bytes", "kernels", "ptxas", "nvdisasm", "analyze", "no_compile", "json",
-              "json_files", "timed_out", "failed"):
+              "json_files", "json_floor", "json_timed_out", "timed_out", "failed"):
         t[k] = sum(s[k] for s in summaries)
     worst = max(summaries, key=lambda s: s["worst_ratio"])
     t.update(worst_file=worst["worst_file"], worst_ratio=worst["worst_ratio"],
              worst_timed_out=worst["worst_timed_out"])
     return t
+
+
+def _replay(path: Path) -> int:
+    """Print the table and targets of a saved run with this version's code."""
+    from scale.rows import targets
+
+    saved = json.loads(path.read_text())
+    summaries = [_class_summary(cls, [r for r in recs if r.get("analyzed", True)])
+                 for cls, recs in sorted(saved["files"].items(), key=lambda kv: CLASSES.index(kv[0]))]
+    total = _total(summaries)
+    _print_table(summaries + [total], print)
+    targets(total, saved["env"]["analyze_jobs"], print)
+    return 0
 
 
 def main(argv=None) -> int:
@@ -164,7 +183,11 @@ def main(argv=None) -> int:
                    help="time ptxforge per file on N evenly spaced small files only (ptxas on all, "
                         "for the folder rows)")
     p.add_argument("--cache", type=Path, help="corpus cache folder (default ~/.cache/ptxforge-bench-scale)")
+    p.add_argument("--replay", metavar="IN.json",
+                   help="reprint the per-class table and its targets from a saved --json run")
     args = p.parse_args(argv)
+    if args.replay:
+        return _replay(Path(args.replay))
     classes = [c.strip() for c in args.classes.split(",") if c.strip()]
     bad = [c for c in classes if c not in CLASSES]
     if bad:
@@ -203,7 +226,8 @@ def main(argv=None) -> int:
             return 1
         total = _total(summaries)
         log("\nper class (seconds; one process per file; floor = ptxas + nvdisasm; "
-            "ratios: analyze time over the column named)")
+            "ratios: analyze time over the column named; json/fl* over the files the --json run "
+            "was timed on)")
         _print_table(summaries + [total], log)
         results["classes"] = summaries + [total]
         from scale.rows import extra_rows

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .measure import Run, run_timed
 
-__all__ = ["extra_rows"]
+__all__ = ["extra_rows", "targets"]
 
 _NOT = "not supported by this ptxforge"
 #: A CI budget for ``check DIR`` (check refuses to run without one).
@@ -153,8 +153,8 @@ def _memory_rows(env, path: Path, timeout: float, log) -> dict:
         peak = max(run.max_rss, run.tree_rss)
         log(f"  {label:9s}: max RSS of one process {run.max_rss / 2**20:.0f} MiB, process tree "
             f"(sampled) {run.tree_rss / 2**20:.0f} MiB in {run.seconds:.1f} s"
-            + (" (killed at the timeout: a lower bound)" if run.timed_out else "")
-            + f"  {_verdict(peak / 2**30, 1.0)}")
+            + (" (killed at the timeout: the peak so far)" if run.timed_out else "")
+            + f"  {_verdict(peak / 2**30, 1.0)}{' so far' if run.timed_out else ''}")
         out[label] = {"max_rss": run.max_rss, "tree_rss": run.tree_rss, "seconds": run.seconds,
                       "timed_out": run.timed_out}
     return out
@@ -176,15 +176,20 @@ def extra_rows(env, corpus, classes, files: dict, total: dict, args, log) -> dic
     if every:
         rows["memory"] = _memory_rows(env, max(every, key=lambda p: p.stat().st_size),
                                       args.timeout, log)
+    targets(total, env.analyze_jobs, log)
+    return rows
+
+
+def targets(total: dict, analyze_jobs: bool, log) -> None:
+    """The targets that follow from the per-class table's total."""
     floor = total["ptxas"] + total["nvdisasm"]
     lower = total["timed_out"] > 0
     log("\ntargets (issue 24), measured in this run:")
     log(f"  analyze total / (ptxas + nvdisasm) {'>' if lower else ''}{total['analyze'] / floor:.2f}x"
-        f"  target <= 1.5x{' with --jobs 1' if env.analyze_jobs else ' (this ptxforge has no --jobs)'}"
+        f"  target <= 1.5x{' with --jobs 1' if analyze_jobs else ' (this ptxforge has no --jobs)'}"
         f"  {_verdict(total['analyze'] / floor, 1.5, lower)}")
     log(f"  worst file {total['worst_file']}: {'>' if total['worst_timed_out'] else ''}"
         f"{total['worst_ratio']:.2f}x  target <= 2.5x  "
         f"{_verdict(total['worst_ratio'], 2.5, total['worst_timed_out'])}")
     log(f"  analyze --no-compile total / ptxas {total['no_compile'] / total['ptxas']:.2f}x  "
         f"target <= 0.5x  {_verdict(total['no_compile'] / total['ptxas'], 0.5)}")
-    return rows

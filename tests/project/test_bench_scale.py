@@ -62,7 +62,7 @@ def test_run_timed_reports_exit_status_and_kills_at_the_timeout():
 
 def test_run_timed_sees_memory_a_grandchild_holds():
     # the child stays small; its child touches 200 MB and holds it for a second
-    grand = "b = bytearray(200 * 2**20); import time; time.sleep(1.0)"
+    grand = "b = b'x' * (200 * 2**20); import time; time.sleep(1.0)"
     child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {grand!r}])"
     run = run_timed([sys.executable, "-c", child], timeout=60, sample_tree=True)
     assert run.rc == 0
