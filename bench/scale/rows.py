@@ -120,7 +120,8 @@ def _check_rows(env, folder: Path, recs: list, timeout: float, tmp: Path, log) -
             f"{run.seconds / ptxas_total:.2f}x ptxas total  target <= 0.5x")
         out["no_compile_dir"] = run.seconds
     else:
-        log(f"  analyze --no-compile DIR (folder mode): {_NOT} (rc={run.rc}: {run.error_line})")
+        log(f"  analyze --no-compile DIR (folder mode): {_NOT}, or it failed "
+            f"(rc={run.rc}{', timed out' if run.timed_out else ''}: {run.error_line})")
         out["no_compile_dir"] = None
     return out
 
