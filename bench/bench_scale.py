@@ -1,4 +1,4 @@
-"""Benchmark: ptxforge's default path against ptxas and nvdisasm on a corpus that looks like real builds.
+"""Benchmark: ptxforge's default path against ptxas and nvdisasm on a corpus like real builds.
 
 The corpus (``bench/scale/``, CUDA C++ written for this benchmark, compiled once and cached in
 ``~/.cache/ptxforge-bench-scale``) has six classes:
@@ -75,7 +75,7 @@ def _ratio(num: float, den: float, lower: bool = False) -> str:
 
 
 def _measure_file(path: Path, env, args, log, analyze: bool = True) -> dict:
-    """ptxas, nvdisasm, analyze (text, json, no-compile) on one file (``analyze``: else ptxas only)."""
+    """ptxas, nvdisasm, analyze (text, json, no-compile) on one file (else ptxas, nvdisasm only)."""
     rec = {"file": path.name, "bytes": path.stat().st_size,
            "kernels": len(_ENTRY.findall(path.read_text()))}
     ptxas = env.ptxas(path)
@@ -134,8 +134,10 @@ def _print_table(summaries: list, log) -> None:
         if s["json_files"] and s["json_files"] < s["files"]:
             json_ratio += "*"
         log(f"{s['class']:7s} {s['files']:5d} {s['bytes'] / 1e6:6.2f} {s['kernels']:5d} "
-            f"{s['ptxas']:7.1f} {floor:7.1f} {('>' if lower else '') + format(s['analyze'], '.1f'):>8s} "
-            f"{_ratio(s['analyze'], s['ptxas'], lower):>7s} {_ratio(s['analyze'], floor, lower):>8s} "
+            f"{s['ptxas']:7.1f} {floor:7.1f} "
+            f"{('>' if lower else '') + format(s['analyze'], '.1f'):>8s} "
+            f"{_ratio(s['analyze'], s['ptxas'], lower):>7s} "
+            f"{_ratio(s['analyze'], floor, lower):>8s} "
             f"{json_ratio:>8s} {_ratio(s['worst_ratio'], 1, s['worst_timed_out']):>9s} "
             f"{_ratio(s['no_compile'], s['ptxas']):>9s}"
             + (f"  ({s['timed_out']} timed out)" if lower else "")
@@ -159,7 +161,8 @@ def _replay(path: Path) -> int:
 
     saved = json.loads(path.read_text())
     summaries = [_class_summary(cls, [r for r in recs if r.get("analyzed", True)])
-                 for cls, recs in sorted(saved["files"].items(), key=lambda kv: CLASSES.index(kv[0]))]
+                 for cls, recs in sorted(saved["files"].items(),
+                                         key=lambda kv: CLASSES.index(kv[0]))]
     total = _total(summaries)
     _print_table(summaries + [total], print)
     targets(total, saved["env"]["analyze_jobs"], print)
@@ -172,17 +175,20 @@ def main(argv=None) -> int:
     p.add_argument("--classes", default=",".join(CLASSES),
                    help=f"comma-separated classes (default: all of {','.join(CLASSES)})")
     p.add_argument("--quick", action="store_true",
-                   help="a subset: 20 small files, the smaller file of each other class, no --json row")
+                   help="a subset: 20 small files, the smallest file of each other class, "
+                        "no --json row")
     p.add_argument("--json", metavar="OUT.json", help="save every figure as JSON")
     p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds before a ptxforge command is killed (its figure is then a lower bound)")
+                   help="seconds before a ptxforge command is killed (its figure is then a "
+                        "lower bound)")
     p.add_argument("--no-json-row", dest="json_row", action="store_false",
                    help="skip timing `analyze --json` per file (it is skipped anyway on a file whose "
                         "text run took over half the timeout)")
     p.add_argument("--sample-small", type=int, metavar="N",
                    help="time ptxforge per file on N evenly spaced small files only (ptxas on all, "
                         "for the folder rows)")
-    p.add_argument("--cache", type=Path, help="corpus cache folder (default ~/.cache/ptxforge-bench-scale)")
+    p.add_argument("--cache", type=Path,
+                   help="corpus cache folder (default ~/.cache/ptxforge-bench-scale)")
     p.add_argument("--replay", metavar="IN.json",
                    help="reprint the per-class table and its targets from a saved --json run")
     args = p.parse_args(argv)
@@ -211,7 +217,8 @@ def main(argv=None) -> int:
                 continue
             files = sorted(corpus.files[cls])
             if args.quick:
-                files = files[:20] if cls == "small" else sorted(files, key=lambda f: f.stat().st_size)[:1]
+                by_size = sorted(files, key=lambda f: f.stat().st_size)
+                files = files[:20] if cls == "small" else by_size[:1]
             sample = set(files)
             if cls == "small" and args.sample_small and args.sample_small < len(files):
                 step = len(files) / args.sample_small

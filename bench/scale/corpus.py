@@ -5,8 +5,9 @@ holds one sub-folder per key (a hash of the compile options, the NVRTC version, 
 nvidia-cuda-cccl version and the nvcc version); beside each PTX file, ``.src/`` holds the hash
 of the CUDA C++ it came from.  A file is compiled only when it is missing or its source
 changed, so a second run compiles nothing.  NVRTC compiles with ``-lineinfo
---gpu-architecture=compute_80 -std=c++17`` and the cccl headers of the venv; the thrust class needs host code, so nvcc compiles
-it (``-ptx -lineinfo -arch=sm_80``), and the class is skipped with a printed reason without one.
+--gpu-architecture=compute_80 -std=c++17`` and the cccl headers of the venv; the thrust class
+needs host code, so nvcc compiles it (``-ptx -lineinfo -arch=sm_80``), and the class is skipped
+with a printed reason without one.
 
 Example::
 
@@ -169,8 +170,8 @@ def _nvcc_compile(source: str, name: str, nvcc: str) -> str:
     with tempfile.TemporaryDirectory(prefix="ptxforge-bench-nvcc-") as tmp:
         cu, out = Path(tmp) / f"{name}.cu", Path(tmp) / f"{name}.ptx"
         cu.write_text(source)
-        res = subprocess.run([nvcc, *_NVCC_OPTS, str(cu), "-o", str(out)], capture_output=True, text=True, timeout=1800,
-                             check=False)
+        res = subprocess.run([nvcc, *_NVCC_OPTS, str(cu), "-o", str(out)], capture_output=True,
+                             text=True, timeout=1800, check=False)
         if res.returncode != 0:
             raise RuntimeError(f"nvcc failed on {name}.cu:\n{res.stderr[-4000:]}")
         return out.read_text()
@@ -216,7 +217,8 @@ def build_corpus(classes=CLASSES, root: Path | None = None, jobs: int = 2,
             _write(path, ptx)
             _write(_sidecar(path), _source_hash(src))
             if cls != "small":
-                log(f"  {cls}/{stem}.ptx: {len(ptx) / 1e6:.2f} MB in {time.perf_counter() - t:.1f} s")
+                secs = time.perf_counter() - t
+                log(f"  {cls}/{stem}.ptx: {len(ptx) / 1e6:.2f} MB in {secs:.1f} s")
 
         # the slow ones first, so two workers finish together
         todo.sort(key=lambda j: (j[0] == "small", -len(j[2])))
