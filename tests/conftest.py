@@ -1,4 +1,5 @@
-"""Shared test fixtures: GPU skipping and real-ptxas acceptance (nvJitLink, no GPU needed)."""
+"""Shared test fixtures: GPU skipping, real-ptxas acceptance (nvJitLink, no GPU needed), and
+the memo of ptxas and nvdisasm runs (tests/support/tool_memo.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
+import tool_memo  # noqa: E402
+
+# Each distinct ptxas / nvdisasm run once (memory, and on disk under the corpus cache): many
+# tests analyse the same few files.  Only successful runs are remembered; see tool_memo.
+tool_memo.install()
 
 
 def _gpu_reason() -> str | None:
