@@ -1,16 +1,20 @@
-"""Each distinct run of an external compiler tool (the ptxas executable, nvdisasm) once: the
-test session remembers its result, keyed by everything the tool's output depends on.
+"""Each distinct run of a compiler tool (the ptxas executable, nvJitLink's ptxas, nvdisasm)
+once: the test session remembers its result, keyed by everything the tool's output depends on.
 
 Many tests run ``ptxforge analyze``/``check``/``sass`` on the same few files (a module fixture's
 build, a corpus source), and each of those runs pays ptxas and two nvdisasm processes, which
-cost far more than the analysis itself.  :func:`install` wraps the two places the package
-starts them, :meth:`PtxasBackend.compile <ptxforge.toolchain.backends.PtxasBackend.compile>`
-and ``ptxforge.toolchain.sass._run``, with a memo:
+cost far more than the analysis itself; the property tests compile hundreds of generated
+modules, the same ones in every run (the default hypothesis profile is derandomized).
+:func:`install` wraps the places the package runs them,
+:meth:`PtxasBackend.compile <ptxforge.toolchain.backends.PtxasBackend.compile>`,
+:meth:`NvJitLinkBackend.compile <ptxforge.toolchain.backends.NvJitLinkBackend.compile>` (in
+process; a compile in the isolated worker, ``isolate=True`` and the sweep, always runs) and
+``ptxforge.toolchain.sass._run``, with a memo:
 
 * the key is the tool's input and every option: for ptxas the PTX text, the target, the
   :class:`~ptxforge.toolchain.compile.CompileOptions` and the executables it would try (path,
-  size and modification time of each); for nvdisasm the executable (the same), the cubin's
-  SHA-256 and the flags;
+  size and modification time of each); for nvJitLink the same with its version and its
+  wheel's; for nvdisasm the executable (path, size, time), the cubin's SHA-256 and the flags;
 * only successful runs are remembered: an error, a refusal or a crash runs the tool again
   every time, so every test of an error path still sees the real tool fail;
 * results also go to an on-disk cache (``tools/`` under the corpus cache,
@@ -46,7 +50,8 @@ __all__ = ["install", "mode", "stats"]
 _FORMAT = "tm1"          # bump to ignore every entry on disk
 _LOCK = threading.Lock()
 _MEMO: dict = {}
-_STATS = {"ptxas_runs": 0, "ptxas_hits": 0, "nvdisasm_runs": 0, "nvdisasm_hits": 0}
+_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm")
+          for what in ("runs", "hits")}
 
 
 def mode() -> str:
@@ -179,6 +184,46 @@ def _wrap_ptxas(backends) -> None:
     cls.compile = compile
 
 
+# --- nvJitLink (in process; the isolated worker's jobs are not remembered) ------------------
+
+@functools.cache
+def _nvjitlink_identity() -> tuple:
+    """nvJitLink's version and the wheel that ships it (raises when it is not importable)."""
+    import importlib.metadata
+
+    from cuda.bindings import nvjitlink
+
+    try:
+        wheel = importlib.metadata.version("nvidia-nvjitlink")
+    except importlib.metadata.PackageNotFoundError:
+        wheel = "absent"
+    return tuple(nvjitlink.version()), wheel
+
+
+def _wrap_nvjitlink(backends) -> None:
+    cls = backends.NvJitLinkBackend
+    original = cls.compile
+    if getattr(original, "_tool_memo", False):
+        return
+    fields = _raw_fields(backends.RawResult)
+    decode = _decoder(backends.RawResult)
+
+    @functools.wraps(original)
+    def compile(self, ptx, target, options):
+        if mode() == "off":
+            return original(self, ptx, target, options)
+        try:
+            ident = _nvjitlink_identity()
+        except Exception:           # not installed: the real call says so
+            return original(self, ptx, target, options)
+        key = "nvjitlink-" + _digest(ident, ptx, target, options, fields)
+        return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
+                           decode, "nvjitlink")
+
+    compile._tool_memo = True
+    cls.compile = compile
+
+
 # --- nvdisasm ---------------------------------------------------------------------------------
 
 def _wrap_nvdisasm(sass) -> None:
@@ -207,4 +252,5 @@ def install() -> None:
     from ptxforge.toolchain import backends, sass
 
     _wrap_ptxas(backends)
+    _wrap_nvjitlink(backends)
     _wrap_nvdisasm(sass)
