@@ -15,8 +15,8 @@ SUPPORT = Path(__file__).resolve().parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
-import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
 import tool_memo  # noqa: E402
+import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
 
 # Each distinct ptxas / nvdisasm run once (memory, and on disk under the corpus cache): many
 # tests analyse the same few files.  Only successful runs are remembered; see tool_memo.

@@ -45,6 +45,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ptxforge.errors import PtxforgeError
+
 __all__ = ["install", "mode", "stats"]
 
 _FORMAT = "tm1"          # bump to ignore every entry on disk
@@ -118,7 +120,7 @@ def _remembered(key: str, run, encode, decode, counter: str):
         if stored is not None:
             try:
                 hit = decode(stored)
-            except Exception:       # an entry of another format: run the tool again
+            except (KeyError, TypeError, ValueError):   # another format: run the tool again
                 hit = None
     if hit is not None:
         _STATS[counter + "_hits"] += 1
@@ -172,7 +174,7 @@ def _wrap_ptxas(backends) -> None:
             return original(self, ptx, target, options)
         try:
             tools = tuple(_identity(exe) for exe in self.candidates())
-        except Exception:           # no ptxas, a missing pinned one: the real call says so
+        except (OSError, PtxforgeError):   # no ptxas, a missing pinned one: the real call says so
             return original(self, ptx, target, options)
         if not tools:
             return original(self, ptx, target, options)
@@ -214,7 +216,7 @@ def _wrap_nvjitlink(backends) -> None:
             return original(self, ptx, target, options)
         try:
             ident = _nvjitlink_identity()
-        except Exception:           # not installed: the real call says so
+        except (ImportError, OSError, RuntimeError):   # not installed: the real call says so
             return original(self, ptx, target, options)
         key = "nvjitlink-" + _digest(ident, ptx, target, options, fields)
         return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
