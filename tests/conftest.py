@@ -58,7 +58,13 @@ def pytest_collection_modifyitems(config, items):
 # the real ptxas inside nvJitLink and returns its verbose log.
 
 def nvjitlink_compile(ptx: str, arch: str = "sm_80", extra: tuple = ()) -> str:
-    """Compile PTX with nvJitLink; return ptxas's info log, raise AssertionError with the log."""
+    """Compile PTX with nvJitLink; return ptxas's info log, raise AssertionError with the log.
+    An accepted module's log is remembered (tool_memo): the same PTX is not compiled twice."""
+    return tool_memo.nvjitlink_log(ptx, (arch, *extra),
+                                   lambda: _nvjitlink_compile(ptx, arch, tuple(extra)))
+
+
+def _nvjitlink_compile(ptx: str, arch: str, extra: tuple) -> str:
     from cuda.bindings import nvjitlink
 
     data = ptx.encode()

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from ptxforge.errors import PtxforgeError
 
-__all__ = ["install", "mode", "stats"]
+__all__ = ["install", "mode", "nvjitlink_log", "stats"]
 
 _FORMAT = "tm1"          # bump to ignore every entry on disk
 _LOCK = threading.Lock()
@@ -200,6 +200,20 @@ def _nvjitlink_identity() -> tuple:
     except importlib.metadata.PackageNotFoundError:
         wheel = "absent"
     return tuple(nvjitlink.version()), wheel
+
+
+def nvjitlink_log(ptx: str, args: tuple, run) -> str:
+    """``run()``'s text (nvJitLink's info log for ``ptx`` with ``args``), remembered like a
+    compile (for tests/conftest.py's ``nvjitlink_compile``); a failing run is not."""
+    try:
+        ident = _nvjitlink_identity()
+    except (ImportError, OSError, RuntimeError):
+        return run()
+    if mode() == "off":
+        return run()
+    key = "nvjitlink-log-" + _digest(ident, ptx, tuple(args))
+    return _remembered(key, run, lambda s: s, lambda s: s if isinstance(s, str) else None,
+                       "nvjitlink")
 
 
 def _wrap_nvjitlink(backends) -> None:
