@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import collections
 import functools
 import hashlib
 import json
@@ -51,7 +52,8 @@ __all__ = ["install", "mode", "nvjitlink_log", "stats"]
 
 _FORMAT = "tm1"          # bump to ignore every entry on disk
 _LOCK = threading.Lock()
-_MEMO: dict = {}
+_MEMO: collections.OrderedDict = collections.OrderedDict()
+_KEEP = 1024             # results kept in memory (the least recently used go; disk keeps all)
 _STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm")
           for what in ("runs", "hits")}
 
@@ -115,6 +117,8 @@ def _remembered(key: str, run, encode, decode, counter: str):
     """The memo's answer for ``key`` (memory, then disk), else ``run()``'s, remembered."""
     with _LOCK:
         hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
     if hit is None:
         stored = _disk_get(key)
         if stored is not None:
@@ -130,6 +134,8 @@ def _remembered(key: str, run, encode, decode, counter: str):
         _disk_put(key, encode(hit))
     with _LOCK:
         _MEMO[key] = hit
+        while len(_MEMO) > _KEEP:
+            _MEMO.popitem(last=False)
     return hit
 
 
