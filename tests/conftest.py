@@ -1,4 +1,5 @@
-"""Shared test fixtures: GPU skipping and real-ptxas acceptance (nvJitLink, no GPU needed)."""
+"""Shared test fixtures: GPU skipping, real-ptxas acceptance (nvJitLink, no GPU needed), and
+the memo of ptxas and nvdisasm runs (tests/support/tool_memo.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ SUPPORT = Path(__file__).resolve().parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
+import tool_memo  # noqa: E402
 import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
+
+# Each distinct ptxas / nvdisasm run once (memory, and on disk under the corpus cache): many
+# tests analyse the same few files.  Only successful runs are remembered; see tool_memo.
+tool_memo.install()
 
 
 def _gpu_reason() -> str | None:
@@ -52,7 +58,13 @@ def pytest_collection_modifyitems(config, items):
 # the real ptxas inside nvJitLink and returns its verbose log.
 
 def nvjitlink_compile(ptx: str, arch: str = "sm_80", extra: tuple = ()) -> str:
-    """Compile PTX with nvJitLink; return ptxas's info log, raise AssertionError with the log."""
+    """Compile PTX with nvJitLink; return ptxas's info log, raise AssertionError with the log.
+    An accepted module's log is remembered (tool_memo): the same PTX is not compiled twice."""
+    return tool_memo.nvjitlink_log(ptx, (arch, *extra),
+                                   lambda: _nvjitlink_compile(ptx, arch, tuple(extra)))
+
+
+def _nvjitlink_compile(ptx: str, arch: str, extra: tuple) -> str:
     from cuda.bindings import nvjitlink
 
     data = ptx.encode()

@@ -303,13 +303,22 @@ def module_recipes(target: str = "sm_80", *, allow_control_flow: bool = True,
     if not keys:
         raise PtxforgeError(f"no catalogue op is usable on {target}")
     nodef = tuple(k for k in keys if CATALOGUE[k].kind == "nodef")
+    # Each strategy is made once, not inside the draws: a fresh ``sampled_from(keys)`` per op
+    # made hypothesis re-hash its 700-odd keys for the label at every draw (most of the
+    # generation time).  The same strategies draw the same choices, so the same recipes come
+    # out as before.
     pick = st.integers(0, 255)
     picks = st.tuples(pick, pick, pick, pick)
+    key_of = st.sampled_from(keys)
+    guard_roll = st.integers(0, 5)
+    more = st.integers(0, 7)
+    kind_of = st.integers(0, 9)
+    coin = st.booleans()
 
     @st.composite
     def op_step(draw):
-        key = draw(st.sampled_from(keys))
-        guarded = draw(st.integers(0, 5)) == 5
+        key = draw(key_of)
+        guarded = draw(guard_roll) == 5
         if guarded and ssa_only and CATALOGUE[key].kind != "nodef":
             if not nodef:
                 guarded = False
@@ -317,18 +326,20 @@ def module_recipes(target: str = "sm_80", *, allow_control_flow: bool = True,
                 key = nodef[keys.index(key) % len(nodef)]
         return ("op", key, draw(picks), draw(pick) if guarded else None)
 
+    one_op = op_step()
+
     @st.composite
     def block(draw, budget: list, depth: int):
         steps = []
-        while budget[0] > 0 and draw(st.integers(0, 7)) != 0:
-            kind = draw(st.integers(0, 9)) if allow_control_flow and depth < 2 else 0
+        while budget[0] > 0 and draw(more) != 0:
+            kind = draw(kind_of) if allow_control_flow and depth < 2 else 0
             if kind <= 7:
                 budget[0] -= 1
-                steps.append(draw(op_step()))
+                steps.append(draw(one_op))
             elif kind == 8 or ssa_only:
                 then = draw(block(budget, depth + 1))
-                other = draw(block(budget, depth + 1)) if draw(st.booleans()) else None
-                steps.append(("if", draw(pick), draw(st.booleans()), then, other))
+                other = draw(block(budget, depth + 1)) if draw(coin) else None
+                steps.append(("if", draw(pick), draw(coin), then, other))
             else:
                 body = draw(block(budget, depth + 1))
                 steps.append(("loop", draw(pick), draw(pick), body))

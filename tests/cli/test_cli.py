@@ -6,6 +6,7 @@ run ``python -m ptxforge`` as a subprocess (standard input, exit status, no trac
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -514,12 +515,12 @@ def test_sm_110_still_compiles(capsys, files):
     assert k["ptxas"]["registers"] > 0 and k["occupancy"]["blocks_per_sm"] is None
 
 
-def test_compare_stdin_twice_is_a_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "ptxforge", "compare", "-", "-"],
-                          input=REQNTID_128, capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert "standard input can be read once" in proc.stderr and "usage:" in proc.stderr
+def test_compare_stdin_twice_is_a_usage_error(capsys, monkeypatch):
+    # in-process (the process boundary is tested by the _python_m tests above)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(REQNTID_128))
+    code, out, err = run(capsys, "compare", "-", "-")
+    assert code == 2 and out == ""
+    assert "standard input can be read once" in err and "usage:" in err
 
 
 def test_static_shared_counts_vector_arrays_whole():

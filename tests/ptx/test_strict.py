@@ -20,6 +20,7 @@ from ptxforge.ptx.parse import parse
 from ptxforge.ptx.parse.opcodes import TYPE_NAMES, opcode_problem
 from ptxforge.reports.analyze import analyze_ptx
 
+from cli_util import run
 from hypothesis_profiles import examples
 
 HEAD = """.version 8.0
@@ -123,17 +124,16 @@ def test_ptxas_agrees_each_fixture_is_bad(case, tmp_path):
     assert (run.returncode == 0) == (case[0] == "valid"), run.stderr
 
 
-def test_cli_strict_fails_and_lenient_lists_the_warnings(tmp_path):
+def test_cli_strict_fails_and_lenient_lists_the_warnings(tmp_path, capsys):
+    # the command in-process (tests/cli/test_cli.py runs `python -m ptxforge` itself)
     path = tmp_path / "bad.ptx"
     path.write_text(bad_ptx(CASES[0][1]))
-    cmd = [sys.executable, "-m", "ptxforge", "analyze", str(path), "--no-compile"]
-    strict = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert strict.returncode == 1
-    assert f"bad.ptx:{BAD_LINE}:2: unknown opcode 'ad'" in strict.stderr
-    lenient = subprocess.run(cmd + ["--lenient", "--json"], capture_output=True, text=True,
-                             check=False)
-    assert lenient.returncode == 0, lenient.stderr
-    notes = json.loads(lenient.stdout)["notes"]
+    code, _, err = run(capsys, "analyze", path, "--no-compile")
+    assert code == 1
+    assert f"bad.ptx:{BAD_LINE}:2: unknown opcode 'ad'" in err
+    code, out, err = run(capsys, "analyze", path, "--no-compile", "--lenient", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
     assert any(f"bad.ptx:{BAD_LINE}:2: unknown opcode 'ad'" in n for n in notes)
 
 

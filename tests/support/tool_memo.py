@@ -1,0 +1,278 @@
+"""Each distinct run of a compiler tool (the ptxas executable, nvJitLink's ptxas, nvdisasm)
+once: the test session remembers its result, keyed by everything the tool's output depends on.
+
+Many tests run ``ptxforge analyze``/``check``/``sass`` on the same few files (a module fixture's
+build, a corpus source), and each of those runs pays ptxas and two nvdisasm processes, which
+cost far more than the analysis itself; the property tests compile hundreds of generated
+modules, the same ones in every run (the default hypothesis profile is derandomized).
+:func:`install` wraps the places the package runs them,
+:meth:`PtxasBackend.compile <ptxforge.toolchain.backends.PtxasBackend.compile>`,
+:meth:`NvJitLinkBackend.compile <ptxforge.toolchain.backends.NvJitLinkBackend.compile>` (in
+process; a compile in the isolated worker, ``isolate=True`` and the sweep, always runs) and
+``ptxforge.toolchain.sass._run``, with a memo:
+
+* the key is the tool's input and every option: for ptxas the PTX text, the target, the
+  :class:`~ptxforge.toolchain.compile.CompileOptions` and the executables it would try (path,
+  size and modification time of each); for nvJitLink the same with its version and its
+  wheel's; for nvdisasm the executable (path, size, time), the cubin's SHA-256 and the flags;
+* only successful runs are remembered: an error, a refusal or a crash runs the tool again
+  every time, so every test of an error path still sees the real tool fail;
+* results also go to an on-disk cache (``tools/`` under the corpus cache,
+  :func:`kernel_corpus.cache_dir`), so a warm run asks each tool only about inputs no run
+  has seen; ``PTXFORGE_TOOL_CACHE=memory`` keeps the memo in memory only (every distinct
+  input compiled once per session), ``PTXFORGE_TOOL_CACHE=off`` runs every call.
+
+Everything above those two calls (reading the cubin, parsing the logs and the listings, the
+analysis and the reports) runs in every test.  The tools are deterministic for a given
+input: the memo changes how often they run, not what a test sees, except the ``wall_time_s``
+of a remembered ptxas result, which is that of the run that produced it.
+
+Example::
+
+    >>> import tool_memo
+    >>> tool_memo.mode() in ("disk", "memory", "off")
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import functools
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from ptxforge.errors import PtxforgeError
+
+__all__ = ["install", "mode", "nvjitlink_log", "stats"]
+
+_FORMAT = "tm1"          # bump to ignore every entry on disk
+_LOCK = threading.Lock()
+_MEMO: collections.OrderedDict = collections.OrderedDict()
+_KEEP = 1024             # results kept in memory (the least recently used go; disk keeps all)
+_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm")
+          for what in ("runs", "hits")}
+
+
+def mode() -> str:
+    """``"disk"`` (the default), ``"memory"`` or ``"off"``, from ``$PTXFORGE_TOOL_CACHE``."""
+    value = os.environ.get("PTXFORGE_TOOL_CACHE", "disk").strip().lower()
+    return value if value in ("disk", "memory", "off") else "disk"
+
+
+def stats() -> dict:
+    """How many tool runs this session made and how many the memo answered."""
+    return dict(_STATS)
+
+
+def _identity(path: str) -> tuple:
+    """What the tool at ``path`` is: its path, size and modification time (OSError if none)."""
+    st = os.stat(path)
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
+def _digest(*parts) -> str:
+    h = hashlib.sha256(_FORMAT.encode())
+    for part in parts:
+        h.update(b"\0")
+        h.update(part if isinstance(part, bytes) else repr(part).encode())
+    return h.hexdigest()[:40]
+
+
+@functools.cache
+def _folder() -> Path:
+    from kernel_corpus import cache_dir
+
+    return cache_dir() / "tools"
+
+
+def _disk_get(key: str):
+    if mode() != "disk":
+        return None
+    try:
+        return json.loads((_folder() / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _disk_put(key: str, value) -> None:
+    if mode() != "disk":
+        return
+    folder = _folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        pass
+
+
+def _remembered(key: str, run, encode, decode, counter: str):
+    """The memo's answer for ``key`` (memory, then disk), else ``run()``'s, remembered."""
+    with _LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    if hit is None:
+        stored = _disk_get(key)
+        if stored is not None:
+            try:
+                hit = decode(stored)
+            except (KeyError, TypeError, ValueError):   # another format: run the tool again
+                hit = None
+    if hit is not None:
+        _STATS[counter + "_hits"] += 1
+    else:
+        hit = run()                 # raises: nothing remembered
+        _STATS[counter + "_runs"] += 1
+        _disk_put(key, encode(hit))
+    with _LOCK:
+        _MEMO[key] = hit
+        while len(_MEMO) > _KEEP:
+            _MEMO.popitem(last=False)
+    return hit
+
+
+# --- ptxas ------------------------------------------------------------------------------------
+
+def _raw_fields(raw_type) -> tuple:
+    import attrs
+
+    return tuple(f.name for f in attrs.fields(raw_type))
+
+
+def _encode_raw(raw) -> dict:
+    import attrs
+
+    doc = attrs.asdict(raw, recurse=False)
+    doc["cubin"] = None if raw.cubin is None else base64.b64encode(raw.cubin).decode()
+    doc["tool_version"] = list(raw.tool_version)
+    return doc
+
+
+def _decoder(raw_type):
+    def decode(doc: dict):
+        doc = dict(doc)
+        if doc["cubin"] is not None:
+            doc["cubin"] = base64.b64decode(doc["cubin"])
+        doc["tool_version"] = tuple(doc["tool_version"])
+        return raw_type(**doc)
+    return decode
+
+
+def _wrap_ptxas(backends) -> None:
+    cls = backends.PtxasBackend
+    original = cls.compile
+    if getattr(original, "_tool_memo", False):
+        return
+    fields = _raw_fields(backends.RawResult)
+    decode = _decoder(backends.RawResult)
+
+    @functools.wraps(original)
+    def compile(self, ptx, target, options):
+        if mode() == "off":
+            return original(self, ptx, target, options)
+        try:
+            tools = tuple(_identity(exe) for exe in self.candidates())
+        except (OSError, PtxforgeError):   # no ptxas, a missing pinned one: the real call says so
+            return original(self, ptx, target, options)
+        if not tools:
+            return original(self, ptx, target, options)
+        key = "ptxas-" + _digest(tools, ptx, target, options, fields)
+        return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
+                           decode, "ptxas")
+
+    compile._tool_memo = True
+    cls.compile = compile
+
+
+# --- nvJitLink (in process; the isolated worker's jobs are not remembered) ------------------
+
+@functools.cache
+def _nvjitlink_identity() -> tuple:
+    """nvJitLink's version and the wheel that ships it (raises when it is not importable)."""
+    import importlib.metadata
+
+    from cuda.bindings import nvjitlink
+
+    try:
+        wheel = importlib.metadata.version("nvidia-nvjitlink")
+    except importlib.metadata.PackageNotFoundError:
+        wheel = "absent"
+    return tuple(nvjitlink.version()), wheel
+
+
+def nvjitlink_log(ptx: str, args: tuple, run) -> str:
+    """``run()``'s text (nvJitLink's info log for ``ptx`` with ``args``), remembered like a
+    compile (for tests/conftest.py's ``nvjitlink_compile``); a failing run is not."""
+    try:
+        ident = _nvjitlink_identity()
+    except (ImportError, OSError, RuntimeError):
+        return run()
+    if mode() == "off":
+        return run()
+    key = "nvjitlink-log-" + _digest(ident, ptx, tuple(args))
+    return _remembered(key, run, lambda s: s, lambda s: s if isinstance(s, str) else None,
+                       "nvjitlink")
+
+
+def _wrap_nvjitlink(backends) -> None:
+    cls = backends.NvJitLinkBackend
+    original = cls.compile
+    if getattr(original, "_tool_memo", False):
+        return
+    fields = _raw_fields(backends.RawResult)
+    decode = _decoder(backends.RawResult)
+
+    @functools.wraps(original)
+    def compile(self, ptx, target, options):
+        if mode() == "off":
+            return original(self, ptx, target, options)
+        try:
+            ident = _nvjitlink_identity()
+        except (ImportError, OSError, RuntimeError):   # not installed: the real call says so
+            return original(self, ptx, target, options)
+        key = "nvjitlink-" + _digest(ident, ptx, target, options, fields)
+        return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
+                           decode, "nvjitlink")
+
+    compile._tool_memo = True
+    cls.compile = compile
+
+
+# --- nvdisasm ---------------------------------------------------------------------------------
+
+def _wrap_nvdisasm(sass) -> None:
+    original = getattr(sass, "_run", None)
+    if original is None or getattr(original, "_tool_memo", False):
+        return
+
+    @functools.wraps(original)
+    def _run(tool, cubin, flags):
+        if mode() == "off":
+            return original(tool, cubin, flags)
+        try:
+            ident = _identity(tool)
+        except OSError:
+            return original(tool, cubin, flags)
+        key = "nvdisasm-" + _digest(ident, hashlib.sha256(bytes(cubin)).digest(), tuple(flags))
+        return _remembered(key, lambda: original(tool, cubin, flags), lambda s: s,
+                           lambda s: s if isinstance(s, str) else None, "nvdisasm")
+
+    _run._tool_memo = True
+    sass._run = _run
+
+
+def install() -> None:
+    """Wrap the package's ptxas and nvdisasm calls with the memo (idempotent)."""
+    from ptxforge.toolchain import backends, sass
+
+    _wrap_ptxas(backends)
+    _wrap_nvjitlink(backends)
+    _wrap_nvdisasm(sass)
