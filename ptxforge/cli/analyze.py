@@ -70,7 +70,7 @@ def _triton_dir(path: str) -> bool:
 def _run_one(args) -> int:
     """One file (or one Triton cache): its report."""
     from ptxforge.frontends import triton_cache
-    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
 
     if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
         if not triton_cache.scan(args.file):
@@ -100,7 +100,8 @@ def _run_one(args) -> int:
     explain = True if args.json or args.full else False if args.summary else None
     res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
                       kernel=args.kernel, request=request_from_args(args),
-                      progress=progress_printer(args), explain=explain, jobs=args.jobs)
+                      run=RunOptions(progress=progress_printer(args), explain=explain,
+                                     jobs=args.jobs))
     progress_printer(args, done=True)
     if entry is not None:
         res = triton_cache.with_n_spills_note(res)
@@ -152,7 +153,7 @@ def _analyze_file(task: tuple) -> tuple:
     """``(True, report text or JSON dict)`` of one file, or ``(False, why not)`` (run in a
     worker process: errors travel back as text)."""
     from ptxforge.frontends import triton_cache
-    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
 
     kind, what, o = task
     try:
@@ -168,7 +169,8 @@ def _analyze_file(task: tuple) -> tuple:
             return True, (rep.to_dict() if o["json"] else rep.to_text())
         explain = True if o["json"] or o["summary"] is False else None
         res = analyze_ptx(data, name, o["spec"], compile=o["compile"], strict=o["strict"],
-                          kernel=o["kernel"], request=o["request"], explain=explain)
+                          kernel=o["kernel"], request=o["request"],
+                          run=RunOptions(explain=explain))
         return True, (res.to_dict(o["top"]) if o["json"] else
                       res.to_text(o["top"], o["by"], o["summary"]))
     except PtxforgeError as exc:

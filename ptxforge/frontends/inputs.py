@@ -98,7 +98,7 @@ def _read(path: str) -> bytes:
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
          jobs: Optional[int] = 1) -> Input:
-    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
     from ptxforge.reports.cubin import analyze_cubin
 
     if kind == "triton":
@@ -110,7 +110,7 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = data.decode("utf-8", errors="replace")
-    res = analyze_ptx(text, what, spec, compile=compile, jobs=jobs)
+    res = analyze_ptx(text, what, spec, compile=compile, run=RunOptions(jobs=jobs))
     return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
 
 

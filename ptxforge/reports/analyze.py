@@ -106,11 +106,13 @@ from .resources import (
     resolve_target,
     static_shared_bytes,
 )
+from .run_options import RunOptions
 
 __all__ = [
     "SCHEMA",
     "KernelAnalysis",
     "ModuleAnalysis",
+    "RunOptions",
     "check_target",
     "analyze_module",
     "analyze_ptx",
@@ -394,8 +396,7 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
                    kernel: Optional[Union[str, Sequence[str]]] = None,
                    ptx: Optional[str] = None, file: str = "<ptx>",
                    request: Optional[CompileRequest] = None,
-                   progress=None, explain: Optional[bool] = False,
-                   jobs: Optional[int] = 1) -> ModuleAnalysis:
+                   run: Optional[RunOptions] = None) -> ModuleAnalysis:
     """Analyse the kernels of ``module`` for the launch ``spec`` describes.
 
     ``spec`` is a :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name, short for
@@ -412,14 +413,9 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
     default) runs in a worker child (:mod:`ptxforge.toolchain.isolate`), so a crash of
     nvJitLink raises :class:`~ptxforge.errors.CompilerCrashError` instead of ending this
     process (the first compile starts the worker: about 0.1 s once per process).
-    ``progress(i, n, name)`` is called before each of several kernels (the CLI's progress
-    line on a terminal).  ptxas runs in the background while the kernels are
-    analysed; each entry's ``gap`` (from the SASS) is computed when first read; ``explain=
-    True`` reads the SASS as soon as ptxas is done (for callers that read every gap, e.g.
-    JSON), ``None`` when at most :data:`~ptxforge.reports.analyze_text.SUMMARY_ABOVE`
-    kernels are analysed (the text report then prints every gap).  ``jobs`` above 1 (None:
-    the cores) analyses the kernels in worker processes (:mod:`.kernel_pool`) when the module
-    is big enough to gain; the result is the same.
+    ptxas runs in the background while the kernels are analysed; each entry's ``gap`` (from
+    the SASS) is computed when first read.  ``run`` (:class:`RunOptions`) says how the
+    analysis runs: a progress callback, when to read the SASS, worker processes.
 
     Example::
 
@@ -431,8 +427,9 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
         12
     """
     with gc_paused():
+        run = run or RunOptions()
         return _analyze_module(module, launch_spec(spec), compile, kernel, ptx, file, request,
-                               progress, explain, jobs)
+                               run.progress, run.explain, run.jobs)
 
 
 def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
@@ -469,14 +466,14 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
     finally:
         if pool is not None:
             pool.close()
-    ctx = _Compiled(res, gaps, module if ptx is None else ptx,
+    ctx = _Compiled(res=res, gaps=gaps, source=module if ptx is None else ptx,
                     stats={s.name: s for s in compiled.kernels})
     out = [_kernel_analysis(module, k, part, tgt, spec, ctx) for k, part in zip(chosen, parts)]
     notes = tuple(n for n in (arch_note, compiled.note) if n)   # e.g. debug PTX at -O0
     return _module_analysis(module, file, tgt, arch_source, spec, notes, out, compiled)
 
 
-@attrs.define(slots=True)
+@attrs.define(slots=True, kw_only=True)
 class _Compiled:
     """The compiled side of one module's analysis, for each kernel of it."""
 
@@ -566,13 +563,12 @@ def _is_cubin(data) -> bool:
 def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
                 spec: Union[LaunchSpec, str, int, None] = None, *, compile: bool = True,
                 strict: bool = True, kernel: Optional[Union[str, Sequence[str]]] = None,
-                request: Optional[CompileRequest] = None, progress=None,
-                explain: Optional[bool] = False, jobs: Optional[int] = 1) -> ModuleAnalysis:
+                request: Optional[CompileRequest] = None,
+                run: Optional[RunOptions] = None) -> ModuleAnalysis:
     """Parse PTX text and :func:`analyze_module` it (ptxas compiles the text as given).
 
     ``spec`` (a :class:`~ptxforge.arch.spec.LaunchSpec`, or a target name), ``compile``,
-    ``kernel``, ``request``, ``progress``, ``explain`` and ``jobs`` are
-    :func:`analyze_module`'s.  Raises
+    ``kernel``, ``request`` and ``run`` are :func:`analyze_module`'s.  Raises
     :class:`~ptxforge.errors.ParseError` with file, line and column for malformed PTX, and a
     PtxforgeError pointing to :func:`ptxforge.reports.cubin.analyze_cubin` when given a
     cubin.  ``strict=False`` (the CLI's ``--lenient``) turns the parser's strict checks
@@ -595,5 +591,4 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
     with gc_paused():
         module = parse(text, file, strict=strict)
         return analyze_module(module, spec, compile, kernel=kernel, ptx=text, file=file,
-                              request=request, progress=progress, explain=explain,
-                              jobs=jobs)
+                              request=request, run=run)

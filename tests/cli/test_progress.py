@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from corpus_util import corpus_ptx
-
 from ptxforge.cli import main
-from ptxforge.reports.analyze import analyze_ptx
+from ptxforge.reports.analyze import RunOptions, analyze_ptx
+
+from corpus_util import corpus_ptx
 
 
 def test_analyze_calls_progress_once_per_kernel_in_order():
     ptx = corpus_ptx("gemm", "sm_80")
     seen = []
     a = analyze_ptx(ptx, "gemm.ptx", compile=False,
-                    progress=lambda i, n, name: seen.append((i, n, name)))
+                    run=RunOptions(progress=lambda i, n, name: seen.append((i, n, name))))
     names = [k.name for k in a.kernels]
     assert seen == [(i, len(names), name) for i, name in enumerate(names)] and len(names) == 2
 

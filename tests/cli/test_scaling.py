@@ -36,7 +36,7 @@ def files(tmp_path_factory):
     out = {}
     for n in (N, 2 * N):
         p = d / f"many{n}.ptx"
-        p.write_text(many_kernels(n))
+        p.write_text(many_kernels(n, period=N))   # the same kernel shapes, twice
         out[n] = p
     return out
 
@@ -73,4 +73,4 @@ def test_the_files_double(files):
 
     small, big = (parse(files[n].read_text()) for n in (N, 2 * N))
     assert [len([k for k in m.kernels if k.is_entry]) for m in (small, big)] == [N, 2 * N]
-    assert 1.4 <= len(files[2 * N].read_text()) / len(files[N].read_text()) <= 2.1
+    assert 1.8 <= len(files[2 * N].read_text()) / len(files[N].read_text()) <= 2.1
