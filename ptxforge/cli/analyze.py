@@ -153,7 +153,7 @@ def _analyze_file(task: tuple) -> tuple:
     """``(True, report text or JSON dict)`` of one file, or ``(False, why not)`` (run in a
     worker process: errors travel back as text)."""
     from ptxforge.frontends import triton_cache
-    from ptxforge.reports.analyze import RunOptions, analyze_ptx
+    from ptxforge.reports.analyze import SCHEMA, NoKernelError, RunOptions, analyze_ptx
 
     kind, what, o = task
     try:
@@ -168,9 +168,15 @@ def _analyze_file(task: tuple) -> tuple:
             rep = analyze_cubin(data, name, o["spec"], kernel=o["kernel"])
             return True, (rep.to_dict() if o["json"] else rep.to_text())
         explain = True if o["json"] or o["summary"] is False else None
-        res = analyze_ptx(data, name, o["spec"], compile=o["compile"], strict=o["strict"],
-                          kernel=o["kernel"], request=o["request"],
-                          run=RunOptions(explain=explain))
+        try:
+            res = analyze_ptx(data, name, o["spec"], compile=o["compile"], strict=o["strict"],
+                              kernel=o["kernel"], request=o["request"],
+                              run=RunOptions(explain=explain))
+        except NoKernelError:   # a file of globals, as build folders have: listed, not an error
+            return True, ({"schema": SCHEMA, "file": name, "kernels": [],
+                           "notes": ["no kernel: the file holds no .entry and no .func with a "
+                                     "body"]} if o["json"] else
+                          f"{name}: no kernel (no .entry and no .func with a body)\n")
         return True, (res.to_dict(o["top"]) if o["json"] else
                       res.to_text(o["top"], o["by"], o["summary"]))
     except PtxforgeError as exc:

@@ -112,6 +112,7 @@ __all__ = [
     "SCHEMA",
     "KernelAnalysis",
     "ModuleAnalysis",
+    "NoKernelError",
     "RunOptions",
     "check_target",
     "analyze_module",
@@ -122,6 +123,11 @@ __all__ = [
 ]
 
 SCHEMA = "ptxforge.analyze/1"
+
+
+class NoKernelError(PtxforgeError):
+    """A module with nothing to analyse: no ``.entry`` and no ``.func`` with a body (a file
+    of globals, as real build folders have)."""
 
 
 def check_target(target: Union[str, int], *, compile: bool = True) -> str:
@@ -384,7 +390,7 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
     if kernel is None:
         chosen = [k for k in bodies if k.is_entry] or bodies
         if not chosen:
-            raise PtxforgeError(f"{file}: no kernel or function with a body to analyse")
+            raise NoKernelError(f"{file}: no kernel or function with a body to analyse")
         return chosen
     # mangled, demangled or an unambiguous prefix (ptxforge.reports.names)
     by_name = {k.name: k for k in bodies}

@@ -102,3 +102,16 @@ def test_folders_in_workers_give_the_same_bytes(command, build, capsys):
 def test_jobs_must_be_a_positive_count(capsys, many):
     code, _, err = run(capsys, "analyze", many, "--jobs", 0)
     assert code == 2 and "job count must be 1..1024, got 0" in err
+
+
+def test_a_file_of_globals_is_listed_not_an_error(tmp_path, capsys):
+    d = tmp_path / "mixed"
+    write_build(d, sources=("pressure",), local_array=False)
+    (d / "globals.ptx").write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                                   ".global .align 4 .u32 counter;\n")
+    code, out, err = run(capsys, "analyze", d, "--no-compile", "--json", "--jobs", 1)
+    assert code == 0, err
+    reports = {r["file"].split("/")[-1]: r for r in json.loads(out)}
+    assert reports["globals.ptx"]["kernels"] == [] and reports["pressure.ptx"]["kernels"]
+    code, text, _ = run(capsys, "analyze", d, "--no-compile", "--jobs", 1)
+    assert code == 0 and "globals.ptx: no kernel (no .entry and no .func with a body)" in text
