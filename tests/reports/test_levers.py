@@ -5,6 +5,7 @@ and recompiled with NVRTC, Triton recompiled with ``maxnreg``, the DSL kernel re
 from __future__ import annotations
 
 import pytest
+from tests.support.corpus_util import CORPUS_DIR, compile_cu
 
 from ptxforge.arch.occupancy import KernelLimits, occupancy
 from ptxforge.arch.spec import LaunchSpec
@@ -12,7 +13,6 @@ from ptxforge.ptx.directives import ptx_entries, with_directives
 from ptxforge.reports.levers import detect_frontend, levers_for, prove_recommendation
 from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.toolchain.sweep import sweep
-from tests.support.corpus_util import CORPUS_DIR, compile_cu
 
 GEMM = (CORPUS_DIR / "gemm.cu").read_text()
 
