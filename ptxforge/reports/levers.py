@@ -168,7 +168,9 @@ def levers_for(entry, frontend: str, cap: int, block_size: int, target: str) -> 
 @attrs.frozen(slots=True, kw_only=True)
 class Outcome:
     """What one compile gave: registers, spill bytes, stack, blocks per SM and occupancy
-    (None without an occupancy table), or ``error`` (ptxas refused)."""
+    (None without an occupancy table), SASS instructions (the kernel's ``.text`` bytes / 16,
+    the size of one instruction from sm_70 on; None without a cubin), or ``error`` (ptxas
+    refused)."""
 
     registers: Optional[int] = None
     spill_stores: Optional[int] = None
@@ -231,8 +233,12 @@ def compile_outcome(ptx: str, kernel: str, target: str, block_size: int, *, requ
     except CompileError as exc:
         return Outcome(error=str(exc).splitlines()[0])
     k = c[kernel]
+    info = c.cubin_info()
+    text = next((ck.text_size for ck in (info.kernels if info else ()) if ck.name == kernel),
+                None)
     out = Outcome(registers=k.registers, spill_stores=k.spill_stores,
-                  spill_loads=k.spill_loads, stack_frame=k.stack_frame)
+                  spill_loads=k.spill_loads, stack_frame=k.stack_frame,
+                  instructions=None if text is None else text // 16)
     if unknown_arch_reason(target) is not None:
         return out
     entry = entries[kernel]
