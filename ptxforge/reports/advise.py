@@ -185,14 +185,13 @@ def _block_item(ptx: str, kernel: str, entry, target: str, block: int, before: O
     if before.registers is None or before.occupancy is None or entry.reqntid:
         return None
     props = arch_props(target)
-    best = None
-    for t in range(32, props.max_threads_per_block + 1, 32):
-        occ = occupancy(before.registers, t, props)
-        if best is None or occ.occupancy > best[1] + 1e-9:
-            best = (t, occ.occupancy)
-    if best[0] == block or best[1] <= before.occupancy + 1e-9:
+    t, most = block, before.occupancy
+    for size in range(32, props.max_threads_per_block + 1, 32):
+        occ = occupancy(before.registers, size, props)
+        if occ.occupancy > most + 1e-9:
+            t, most = size, occ.occupancy
+    if t == block:
         return None
-    t = best[0]
     if entry.maxntid is not None:   # a launch bound: the change is __launch_bounds__(t)
         after = compile_outcome(with_directives(ptx, kernel, {"maxntid": (t, 1, 1)}), kernel,
                                 target, t, request=request)

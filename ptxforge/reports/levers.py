@@ -29,7 +29,7 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
@@ -269,7 +269,7 @@ class Recommendation:
     ``promise`` the sweep row's figures, ``levers`` every lever tried (those that hold first),
     ``dropped`` the better caps no lever delivered (``(cap, levers)`` each)."""
 
-    choice: object
+    choice: Any
     promise: Optional[Outcome] = None
     levers: tuple = ()
     dropped: tuple = ()
@@ -310,20 +310,18 @@ def _promise(row) -> Outcome:
                    blocks_per_sm=row.blocks_per_sm, occupancy=row.occupancy)
 
 
-def prove_recommendation(sweep, ptx: str, spill_budget: int = 0, *, request=None,
+def prove_recommendation(sweep, ptx: str, choose, *, request=None,
                          frontend: Optional[str] = None, dynamic_shared: int = 0,
                          tries: int = 3) -> Recommendation:
-    """The cap :func:`~ptxforge.reports.occupancy_sweep.recommend_cap` picks from ``sweep`` (a
-    :class:`~ptxforge.toolchain.sweep.Sweep` of ``ptx``), with each lever of
-    :func:`levers_for` applied and compiled; a cap no lever delivers is dropped and the next
-    best tried (at most ``tries`` caps)."""
-    from .occupancy_sweep import recommend_cap
-
+    """The cap ``choose(sweep)`` picks from ``sweep`` (a :class:`~ptxforge.toolchain.sweep.Sweep`
+    of ``ptx``; e.g. :func:`~ptxforge.reports.occupancy_sweep.recommend_cap` at a spill
+    budget), with each lever of :func:`levers_for` applied and compiled; a cap no lever
+    delivers is dropped and ``choose`` asked again without its row (at most ``tries`` caps)."""
     frontend = frontend or detect_frontend(ptx)
     entry = next(e for e in ptx_entries(ptx) if e.name == sweep.kernel)
-    rows, dropped = list(sweep.rows), []
+    rows, dropped = list(sweep.rows), []  # type: list, list
     for _ in range(tries):
-        choice = recommend_cap(attrs.evolve(sweep, rows=tuple(rows)), spill_budget)
+        choice = choose(attrs.evolve(sweep, rows=tuple(rows)))
         if choice is None or choice.cap is None:
             return Recommendation(choice=choice, dropped=tuple(dropped))
         row = next(r for r in rows if r.cap == choice.cap)

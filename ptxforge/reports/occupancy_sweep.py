@@ -9,7 +9,10 @@ JSON of the sweep (``"schema": "ptxforge.sweep/1"``)::
            limiter, limiters, reason, stack_frame, limiting, …}
 
 (``…``: the further keys of :meth:`ptxforge.toolchain.sweep.Sweep.to_dict`; ``notes`` adds a note
-when ptxas used more registers than a cap, e.g. its lower bound of 24.)
+when ptxas used more registers than a cap, e.g. its lower bound of 24.)  ``recommended`` and
+``recommended_with_spills`` of a cap carry ``lever``, ``levers``, ``promise`` and ``dropped``:
+the change that takes effect for the kernel, proven by a compile
+(:mod:`ptxforge.reports.levers`).
 
 ``stack``/``limiter``/``limiters`` are the words ``analyze`` uses; ``stack_frame`` and
 ``limiting`` are the same values under their first names, kept so that programs reading
@@ -46,7 +49,7 @@ if TYPE_CHECKING:  # sweep_report imports analyze when it runs
 
 __all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "ROW_LEGEND", "CapChoice", "OccupancyReport",
            "SweepReport", "cap_notes", "occupancy_report", "recommend_cap",
-           "recommendation_lines", "sweep_report"]
+           "proven_recommendation", "recommendation_lines", "sweep_report"]
 
 SWEEP_SCHEMA = "ptxforge.sweep/1"
 #: The lowest --maxrregcount ptxas honours: a smaller cap is raised to it (measured with
@@ -217,16 +220,26 @@ def recommendation_lines(sweep, spill_budget: int = 0, *, ptx: Optional[str] = N
     return tuple(out)
 
 
+def proven_recommendation(sweep, ptx: str, spill_budget: int = 0, *, request=None):
+    """:func:`recommend_cap` of ``sweep`` (a sweep of ``ptx``) with the lever that takes effect
+    for the kernel, each lever compiled (:func:`ptxforge.reports.levers.prove_recommendation`;
+    a cap no lever delivers is dropped for the next best)."""
+    from .levers import prove_recommendation
+
+    return prove_recommendation(sweep, ptx, lambda s: recommend_cap(s, spill_budget),
+                                request=request)
+
+
 def _proven(sweep, budget: int, ptx: Optional[str], request, proofs: Optional[dict]):
     """The recommendation at ``budget``, its levers proven when ``ptx`` is known."""
-    from .levers import Recommendation, prove_recommendation
+    from .levers import Recommendation
 
     if ptx is None:
         return Recommendation(choice=recommend_cap(sweep, budget))
     key = (sweep.kernel, budget)
     if proofs is not None and key in proofs:
         return proofs[key]
-    rec = prove_recommendation(sweep, ptx, budget, request=request)
+    rec = proven_recommendation(sweep, ptx, budget, request=request)
     if proofs is not None:
         proofs[key] = rec
     return rec

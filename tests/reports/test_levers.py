@@ -10,7 +10,8 @@ from tests.support.corpus_util import CORPUS_DIR, compile_cu
 from ptxforge.arch.occupancy import KernelLimits, occupancy
 from ptxforge.arch.spec import LaunchSpec
 from ptxforge.ptx.directives import ptx_entries, with_directives
-from ptxforge.reports.levers import detect_frontend, levers_for, prove_recommendation
+from ptxforge.reports.levers import detect_frontend, levers_for
+from ptxforge.reports.occupancy_sweep import proven_recommendation as prove_recommendation
 from ptxforge.toolchain.compile import compile_ptx
 from ptxforge.toolchain.sweep import sweep
 
