@@ -15,7 +15,9 @@ JSON (``"schema": "ptxforge.advise/1"``)::
                                    items: [{rank, kind, change, lever, levers, before: FIG,
                                             after: FIG, after_from, buys, costs}]}]
     FIG = {registers, spill_stores, spill_loads, stack_frame, blocks_per_sm, occupancy,
-           instructions, error}
+           instructions, error, spill_lines: [{file, line, stores, loads, store_bytes,
+           load_bytes, loop_depth, offsets}]}   (spill_lines: STL/LDL by source line, when
+                                                 the compile spills)
 
 Example::
 
@@ -35,7 +37,7 @@ from ptxforge.arch.spec import LaunchSpec
 from ptxforge.ptx.demangle import demangle_function
 from ptxforge.ptx.directives import ptx_entries, with_directives
 
-from .levers import Outcome, compile_outcome, detect_frontend
+from .levers import Outcome, compile_outcome, detect_frontend, with_spill_lines
 
 __all__ = ["ADVISE_SCHEMA", "AdviceItem", "AdviseReport", "KernelAdvice", "advise"]
 
@@ -87,9 +89,24 @@ class AdviceItem:
                + (f", {buys['spill_bytes_saved']} spill bytes removed"
                   if buys["spill_bytes_saved"] else "")
                + f"; costs {costs['spill_bytes']} spill bytes{ins}"]
-        out += [f"     or: {lv['text']} (compiled: {_fig(Outcome(**lv['compiled']))})"
+        out += _spill_text(self.after, "     ")
+        out += [f"     or: {lv['text']} (compiled: {_fig(_outcome(lv['compiled']))})"
                 for lv in self.levers[1:] if lv["holds"]]
         return out
+
+
+def _outcome(d: dict) -> Outcome:
+    return Outcome(**{k: v for k, v in d.items() if k != "spill_lines"})
+
+
+def _spill_text(o: Outcome, indent: str, top: int = 3) -> list:
+    """The lines with the most local-memory traffic (deepest loop first)."""
+    if not o.spill_lines:
+        return []
+    more = len(o.spill_lines) - top
+    return ([f"{indent}local memory by line (deepest loop first): "
+             + "; ".join(str(s) for s in o.spill_lines[:top])
+             + (f"; {more} more lines" if more > 0 else "")])
 
 
 def _fig(o: Outcome) -> str:
@@ -136,7 +153,7 @@ class AdviseReport:
         for k in self.kernels:
             lines = [f"advise: {demangle_function(k.kernel)} on {self.arch}, {k.block_size} "
                      f"threads/block, {k.frontend} ({self.tool})",
-                     f"  now: {_fig(k.before)}"]
+                     f"  now: {_fig(k.before)}"] + _spill_text(k.before, "  ")
             for i, it in enumerate(k.items):
                 lines += it.text(i + 1)
             if not k.items:
@@ -158,8 +175,12 @@ def _cap_items(rep, s, budget: int, before: Outcome) -> list:
             continue
         seen.add(rec.choice.cap)
         first = rec.holding[0]
+        lv = first.lever
+        ptx = with_directives(rep.ptx, s.kernel, dict(lv.changes)) if lv.changes else rep.ptx
+        after = with_spill_lines(first.outcome, ptx, s.kernel, s.target, request=rep.request,
+                                 max_registers=lv.max_registers)
         out.append(AdviceItem(kind="register cap", change=first.lever.text, before=before,
-                              after=first.outcome, after_from=f"compiled: {first.lever.applied}",
+                              after=after, after_from=f"compiled: {first.lever.applied}",
                               lever=first.to_dict(), levers=tuple(p.to_dict() for p in rec.levers)))
     return out
 
@@ -255,8 +276,10 @@ def advise(text: Union[str, bytes], file: str = "<ptx>",
     out = []
     for k, s in zip(rep.analysis.kernels, rep.sweeps):
         tgt, block = s.target, s.block_size
-        before = compile_outcome(text, k.name, tgt, block, request=rep.request,
-                                 dynamic_shared=k.dynamic_shared)
+        before = with_spill_lines(compile_outcome(text, k.name, tgt, block,
+                                                  request=rep.request,
+                                                  dynamic_shared=k.dynamic_shared),
+                                  text, k.name, tgt, request=rep.request)
         entry = entries[k.name]
         items = _cap_items(rep, s, spill_budget, before)
         notes = []

@@ -39,7 +39,8 @@ from ptxforge.ptx.directives import ptx_entries, with_directives
 from ptxforge.toolchain.regcap import implied_register_cap
 
 __all__ = ["FRONTENDS", "Lever", "Outcome", "ProvenLever", "Recommendation", "compile_outcome",
-           "detect_frontend", "levers_for", "prove_lever", "prove_recommendation"]
+           "detect_frontend", "levers_for", "prove_lever", "prove_recommendation",
+           "with_spill_lines"]
 
 #: The front ends a lever is written for (``ptx``: hand-written or unknown PTX).
 FRONTENDS = ("cuda", "triton", "numba", "dsl", "ptx")
@@ -180,6 +181,7 @@ class Outcome:
     occupancy: Optional[float] = None
     instructions: Optional[int] = None
     error: Optional[str] = None
+    spill_lines: tuple = ()       # SpillLine s (ptxforge.toolchain.sass_spills), when read
 
     @property
     def spill(self) -> int:
@@ -190,7 +192,8 @@ class Outcome:
                 "spill_loads": self.spill_loads, "stack_frame": self.stack_frame,
                 "blocks_per_sm": self.blocks_per_sm,
                 "occupancy": None if self.occupancy is None else round(self.occupancy, 6),
-                "instructions": self.instructions, "error": self.error}
+                "instructions": self.instructions, "error": self.error,
+                "spill_lines": [s.to_dict() for s in self.spill_lines]}
 
     def text(self) -> str:
         """``"96 registers, 92 spill bytes, 10 blocks/SM"``."""
@@ -248,6 +251,31 @@ def compile_outcome(ptx: str, kernel: str, target: str, block_size: int, *, requ
                                                required_threads=entry.threads
                                                if entry.reqntid else None))
     return attrs.evolve(out, blocks_per_sm=occ.active_blocks, occupancy=occ.occupancy)
+
+
+def with_spill_lines(out: Outcome, ptx: str, kernel: str, target: str, *, request=None,
+                     max_registers: Optional[int] = None) -> Outcome:
+    """``out`` with its local-memory traffic by source line, when it spills: ``ptx`` compiled
+    again with line info (the same code: measured in :mod:`ptxforge.reports.sass`) and its
+    SASS read with nvdisasm (:func:`~ptxforge.toolchain.sass_spills.spills_by_line`).  ``out``
+    unchanged when it does not spill or nvdisasm is missing."""
+    from ptxforge.errors import PtxforgeError
+    from ptxforge.toolchain.compile import CompileRequest, compile_ptx
+    from ptxforge.toolchain.sass import sass_liveness
+    from ptxforge.toolchain.sass_spills import spills_by_line
+
+    if not out.spill or out.error:
+        return out
+    request = request or CompileRequest()
+    opts = attrs.evolve(request.options, max_registers=max_registers, line_info=True,
+                        entries=(kernel,))
+    try:
+        c = compile_ptx(ptx, target, backend=request.compiler, options=opts,
+                        isolate=request.isolate)
+        fn = sass_liveness(c).function(kernel)
+    except PtxforgeError:
+        return out
+    return attrs.evolve(out, spill_lines=spills_by_line(fn))
 
 
 def prove_lever(ptx: str, kernel: str, lever: Lever, promise: Outcome, target: str,

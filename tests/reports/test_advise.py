@@ -52,7 +52,12 @@ def test_launch_bounds_kernel_json_names_launch_bounds_with_its_figures(capsys, 
     # the lever as ptxas sees it: .minnctapersm written into the kernel's PTX
     got = compile_outcome(with_directives(gemm_ptx.read_text(), "sgemm_8x8",
                                           {"minnctapersm": blocks}), "sgemm_8x8", "sm_80", 64)
-    assert got.to_dict() == item["after"]
+    after = dict(item["after"])
+    lines = after.pop("spill_lines")
+    assert {**got.to_dict(), "spill_lines": []} == {**after, "spill_lines": []}
+    # the spills by source line add up to the local-memory traffic of the compile
+    assert lines and sum(s["store_bytes"] for s in lines) >= got.spill_stores
+    assert sum(s["load_bytes"] for s in lines) >= got.spill_loads
     assert item["costs"]["spill_bytes"] == got.spill <= budget
     assert item["buys"]["blocks_per_sm"] == got.blocks_per_sm - k["before"]["blocks_per_sm"] > 0
 
@@ -62,3 +67,25 @@ def test_advise_refuses_a_cubin(capsys, tmp_path):
     p.write_bytes(b"\x7fELF" + b"\0" * 60)
     code, _, err = run(capsys, "advise", p)
     assert code == 1 and "is a cubin" in err and "Traceback" not in err
+
+
+def test_spills_by_line_add_up_to_ptxas_spill_bytes(gemm_ptx):
+    from ptxforge.toolchain.compile import compile_ptx
+    from ptxforge.toolchain.sass import sass_liveness
+    from ptxforge.toolchain.sass_spills import local_access, spills_by_line
+
+    assert local_access("STL.128 [R1], R4") == ("store", 16)
+    assert local_access("LDG.E R2, [R4]") is None
+    # sgemm_8x8 has no local arrays: its STL/LDL are ptxas's spills, line by line
+    ptx = with_directives(compile_cu(GEMM, "gemm", "sm_80", lineinfo=True), "sgemm_8x8",
+                          {"maxnreg": 64})
+    c = compile_ptx(ptx, "sm_80", entries=("sgemm_8x8",), line_info=True)
+    k = c["sgemm_8x8"]
+    lines = spills_by_line(sass_liveness(c).function("sgemm_8x8"))
+    assert k.spill_stores > 0 and lines and all(s.file is not None for s in lines)
+    assert sum(s.store_bytes for s in lines) == k.spill_stores
+    assert sum(s.load_bytes for s in lines) == k.spill_loads
+    assert sum(s.spill_accesses for s in lines) == sum(s.stores + s.loads for s in lines)
+    assert max(s.loop_depth for s in lines) >= 1          # the K loop spills
+    depths = [s.loop_depth for s in lines]
+    assert depths == sorted(depths, reverse=True)
