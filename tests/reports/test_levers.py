@@ -160,3 +160,24 @@ def test_with_directives_replaces_and_removes():
     assert (e.maxntid, e.minnctapersm, e.maxnreg) == (None, None, 80)
     e, = ptx_entries(with_directives(src, "k", {"minnctapersm": 10}))
     assert (e.maxntid, e.minnctapersm) == ((64, 1, 1), 10)
+
+
+def test_sweep_text_and_json_name_the_lever_not_maxrregcount(capsys, tmp_path):
+    from tests.support.cli_util import run, run_json
+
+    path = tmp_path / "gemm.ptx"
+    path.write_text(compile_cu(GEMM, "gemm", "sm_80"))
+    s = sweep(path.read_text(), "sgemm_8x8", LaunchSpec(target="sm_80", block=64))
+    budget = _first_spilling_budget(s)
+    code, out, err = run(capsys, "sweep", path, "--kernel", "sgemm_8x8", "--spill-budget",
+                         budget)
+    assert code == 0, err
+    tail = out[out.index(f"with up to {budget} spill bytes"):]
+    assert "change: __launch_bounds__(64, " in tail and "holds" in tail
+    assert "-maxrregcount=" not in tail
+    sw = run_json(capsys, "sweep", path, "--kernel", "sgemm_8x8", "--spill-budget",
+                  budget)["kernels"][0]["sweep"]
+    rec = sw["recommended_with_spills"]
+    assert rec["lever"]["kind"] == "__launch_bounds__" and rec["lever"]["holds"]
+    assert rec["lever"]["compiled"]["registers"] == rec["registers"] == rec["promise"]["registers"]
+    assert rec["lever"]["compiled"]["blocks_per_sm"] == rec["blocks_per_sm"]
