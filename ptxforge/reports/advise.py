@@ -36,6 +36,7 @@ from ptxforge.arch.occupancy import arch_props, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec
 from ptxforge.ptx.demangle import demangle_function
 from ptxforge.ptx.directives import ptx_entries, with_directives
+from ptxforge.toolchain.regcap import NO_CAP
 
 from .levers import Outcome, compile_outcome, detect_frontend, with_spill_lines
 
@@ -80,15 +81,23 @@ class AdviceItem:
     def text(self, rank: int) -> list:
         d = self.to_dict(rank)
         buys, costs = d["buys"], d["costs"]
-        occ = "" if buys["occupancy"] is None else f" ({buys['occupancy'] * 100:+.1f} points)"
-        ins = ("" if costs["instructions"] is None else
-               f", {costs['instructions']:+d} SASS instructions")
+        blocks, occ = buys["blocks_per_sm"], buys["occupancy"]
+        gained: list = []
+        lost: list = []
+        if blocks:
+            points = "" if occ is None else f" ({abs(occ) * 100:.1f} points)"
+            (gained if blocks > 0 else lost).append(f"{abs(blocks)} blocks/SM{points}")
+        if buys["spill_bytes_saved"]:
+            gained.append(f"{buys['spill_bytes_saved']} spill bytes removed")
+        if costs["spill_bytes"]:
+            lost.append(f"{costs['spill_bytes']} spill bytes")
+        if costs["instructions"]:
+            (lost if costs["instructions"] > 0 else gained).append(
+                f"{abs(costs['instructions'])} SASS instructions"
+                + (" fewer" if costs["instructions"] < 0 else ""))
         out = [f"  {rank}. {self.kind}: {self.change}",
                f"     after ({self.after_from}): {_fig(self.after)}",
-               f"     buys {buys['blocks_per_sm']:+d} blocks/SM{occ}"
-               + (f", {buys['spill_bytes_saved']} spill bytes removed"
-                  if buys["spill_bytes_saved"] else "")
-               + f"; costs {costs['spill_bytes']} spill bytes{ins}"]
+               f"     buys {', '.join(gained) or 'nothing'}; costs {', '.join(lost) or 'nothing'}"]
         out += _spill_text(self.after, "     ")
         out += [f"     or: {lv['text']} (compiled: {_fig(_outcome(lv['compiled']))})"
                 for lv in self.levers[1:] if lv["holds"]]
@@ -171,8 +180,8 @@ def _cap_items(rep, s, budget: int, before: Outcome) -> list:
     for b in sorted({0, budget}):
         rec = _proven(s, b, rep.ptx, rep.request, rep.proofs)
         if rec.choice is None or rec.choice.cap is None or not rec.holding \
-                or rec.choice.cap in seen:
-            continue
+                or rec.choice.cap in seen or rec.choice.cap >= NO_CAP:
+            continue   # cap 255 is "no cap": the remove-spills item says so
         seen.add(rec.choice.cap)
         first = rec.holding[0]
         lv = first.lever

@@ -10,7 +10,8 @@ tests/reports/test_levers.py on real compiles):
   ``__maxnreg__(N)`` in place of the launch bounds (NVRTC refuses both on one kernel: "The
   __launch_bounds__ and __maxnreg__ qualifiers cannot be applied to the same kernel");
 * without launch bounds: ``-maxrregcount=N`` (nvcc, NVRTC; every kernel of the file) or
-  ``__maxnreg__(N)`` (this kernel);
+  ``__maxnreg__(N)`` (this kernel); a kernel with its own ``__maxnreg__`` (``.maxnreg``) only
+  a new ``__maxnreg__`` (the lower of two caps wins);
 * Triton: ``maxnreg=N`` (``triton.Config(..., maxnreg=N)`` or ``triton.compile`` options),
   which Triton writes as ``.maxnreg N`` beside its ``.reqntid``;
 * the DSL: ``kb.maxnreg(N)``, or ``kb.maxntid(T)`` with ``kb.minnctapersm(k)``.
@@ -135,6 +136,11 @@ def levers_for(entry, frontend: str, cap: int, block_size: int, target: str) -> 
                              text=f"__maxnreg__({cap}) in place of __launch_bounds__({old})",
                              applied=f".maxnreg {cap} in the PTX, the launch bounds' "
                                      ".maxntid gone", changes=drop + maxnreg))
+        elif entry.maxnreg is not None:   # its own __maxnreg__: the lower cap wins
+            out.append(Lever(kind="__maxnreg__", value=(cap,),
+                             text=f"__maxnreg__({cap}) in place of __maxnreg__({entry.maxnreg})",
+                             applied=f".maxnreg {cap} in the PTX in place of "
+                                     f".maxnreg {entry.maxnreg}", changes=maxnreg))
         else:
             out.append(Lever(kind="-maxrregcount", value=(cap,), text=f"-maxrregcount={cap}",
                              applied=f"--maxrregcount={cap} to ptxas (every kernel of the "
@@ -158,7 +164,7 @@ def levers_for(entry, frontend: str, cap: int, block_size: int, target: str) -> 
                          text=f"@cuda.jit(max_registers={cap})",
                          applied=f"--maxrregcount={cap} to ptxas", max_registers=cap))
     else:
-        if not bounded:
+        if not bounded and entry.maxnreg is None:
             out.append(Lever(kind="-maxrregcount", value=(cap,), text=f"--maxrregcount={cap}",
                              applied=f"--maxrregcount={cap} to ptxas", max_registers=cap))
         out.append(Lever(kind=".maxnreg", value=(cap,), text=f".maxnreg {cap}",

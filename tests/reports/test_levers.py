@@ -151,6 +151,9 @@ def test_levers_follow_the_kernel_and_the_front_end():
         [".minnctapersm", ".maxnreg"]
     assert all(lv.kind != "-maxrregcount" for fe in ("cuda", "ptx", "numba", "dsl")
                for lv in levers_for(bounded, fe, 96, 64, "sm_80"))
+    own, = ptx_entries(".entry k()\n.maxnreg 32\n{\nret;\n}")
+    assert [lv.text for lv in levers_for(own, "cuda", 48, 256, "sm_80")] == \
+        ["__maxnreg__(48) in place of __maxnreg__(32)"]
 
 
 def test_with_directives_replaces_and_removes():
