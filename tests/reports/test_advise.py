@@ -89,3 +89,21 @@ def test_spills_by_line_add_up_to_ptxas_spill_bytes(gemm_ptx):
     assert max(s.loop_depth for s in lines) >= 1          # the K loop spills
     depths = [s.loop_depth for s in lines]
     assert depths == sorted(depths, reverse=True)
+
+
+def test_sgemm_sass_peak_is_attributed_to_the_fma_line():
+    """The PTX .loc view puts the accumulators on their initialisation; the SASS view puts
+    the registers at the machine-code peak on the FMA loop's line."""
+    from ptxforge.reports.analyze import analyze_ptx
+
+    fma = next(n for n, t in enumerate(GEMM.splitlines(), 1) if "fmaf(" in t)
+    ptx = compile_cu(GEMM, "gemm", "sm_80", lineinfo=True)
+    a = analyze_ptx(ptx, "gemm.ptx", "sm_80", kernel="sgemm_8x8")
+    k, = a.kernels
+    (label, regs), *rest = k.gap.peak_lines
+    assert label.startswith(f"gemm.cu:{fma} ") and regs > max(n for _, n in rest)
+    assert regs <= k.gap.sass_peak == sum(n for _, n in k.gap.peak_lines)
+    text = a.to_text()
+    section = text.split("live at the SASS peak (")[1].splitlines()
+    assert f"gemm.cu:{fma}" in section[2] and str(regs) in section[2].split()
+    assert max(len(line) for line in text.splitlines()) <= 100
