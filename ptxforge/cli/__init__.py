@@ -17,6 +17,7 @@ the output)::
                               [--sarif OUT] [--junit OUT] [--triton-cache [DIR]]
                               (exit 0 every budget holds, 1 a violation, 2 bad input)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
+    ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
 ``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
@@ -38,7 +39,7 @@ import sys
 from collections.abc import Sequence
 
 from ptxforge.analysis.gc_pause import gc_paused
-from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass, sweep
+from ptxforge.cli import advise, analyze, check, compare, diff, occupancy, report, sass, sweep
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
 
@@ -46,7 +47,7 @@ __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
-             "sass": sass, "check": check, "diff": diff, "report": report}
+             "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise}
 
 
 def _run(args) -> int:

@@ -20,8 +20,8 @@ import attrs
 
 from ptxforge.errors import PtxforgeError
 
-__all__ = ["PtxEntry", "PtxTarget", "ptx_entries", "ptx_target", "with_maxnreg",
-           "with_version", "mask_comments"]
+__all__ = ["PtxEntry", "PtxTarget", "ptx_entries", "ptx_target", "with_directives",
+           "with_maxnreg", "with_version", "mask_comments"]
 
 
 #: A string (kept as it is: ``//`` inside one is not a comment), a line or a block comment.
@@ -164,6 +164,36 @@ def with_maxnreg(ptx: str, kernel: str, registers: int) -> str:
     """
     if not isinstance(registers, int) or isinstance(registers, bool) or not 1 <= registers <= 255:
         raise PtxforgeError(f"with_maxnreg: expected a register count in 1..255, got {registers!r}")
+    return with_directives(ptx, kernel, {"maxnreg": registers}, what="with_maxnreg")
+
+
+_DIRECTIVE_NAMES = ("maxnreg", "maxntid", "reqntid", "minnctapersm")
+
+
+def with_directives(ptx: str, kernel: str, changes: dict, *, what: str = "with_directives"
+                    ) -> str:
+    """``ptx`` with the performance directives of kernel ``kernel`` changed: ``changes`` maps
+    ``"maxnreg"``, ``"maxntid"``, ``"reqntid"`` or ``"minnctapersm"`` to a value (an int or a
+    tuple of ints; it replaces the kernel's own) or None (the directive is removed).  What a
+    source-level change (``__launch_bounds__``, ``__maxnreg__``) does to the PTX.
+
+    Example::
+
+        >>> print(with_directives(".entry k()\\n.maxntid 64\\n{\\nret;\\n}", "k",
+        ...                       {"maxntid": None, "maxnreg": 96}))
+        .entry k()
+        .maxnreg 96
+        {
+        ret;
+        }
+    """
+    for key, value in changes.items():
+        vals = (value,) if isinstance(value, int) else value
+        if key not in _DIRECTIVE_NAMES or not (value is None or (
+                isinstance(vals, tuple) and vals and all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in vals))):
+            raise PtxforgeError(f"{what}: expected {'/'.join(_DIRECTIVE_NAMES)} mapped to "
+                                f"positive ints or None, got {key!r}: {value!r}")
     clean = mask_comments(ptx)
     names = []
     for name, _, directives, brace, _ in _headers(clean):
@@ -173,13 +203,16 @@ def with_maxnreg(ptx: str, kernel: str, registers: int) -> str:
         head = ptx[directives:brace]
         masked = clean[directives:brace]
         kept, pos = [], 0
-        for m in re.finditer(r"\.maxnreg\s+\d+\s*", masked):
+        pattern = "|".join(changes)
+        for m in re.finditer(rf"\.(?:{pattern})\s+\d+(?:\s*,\s*\d+)*\s*", masked):
             kept.append(head[pos:m.start()])
             pos = m.end()
         kept.append(head[pos:])
         head = "".join(kept).rstrip()
-        return f"{ptx[:directives]}{head}\n.maxnreg {registers}\n{ptx[brace:]}"
-    raise PtxforgeError(f"with_maxnreg: no .entry {kernel!r} in the PTX; its kernels are: "
+        added = "".join(f"\n.{key} {value if isinstance(value, int) else ', '.join(map(str, value))}"
+                        for key, value in changes.items() if value is not None)
+        return f"{ptx[:directives]}{head}{added}\n{ptx[brace:]}"
+    raise PtxforgeError(f"{what}: no .entry {kernel!r} in the PTX; its kernels are: "
                         f"{', '.join(names) or 'none'}")
 
 

@@ -254,9 +254,9 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
                                                            if g.function else ""), 56),
                      _clip(", ".join(g.names), 40)) for g in groups]
             return ["", f"live at the peak by source line ({len(groups)} of "
-                        f"{len(p.by_source)}):",
+                        f"{len(p.by_source)}; PTX view: where .loc defines each value):",
                     *table(("units", "values", "source", "registers"), rows, {0, 1},
-                           width=100, shrink=(3, (2, _short_loc)))]
+                           width=100, shrink=(3, (2, _short_loc))), *_sass_peak_lines(k, top)]
         return ["  (no source lines: compile with -lineinfo to attribute values)"]
     all_groups = k.groups(by)
     groups = _cut(all_groups, top)
@@ -267,6 +267,19 @@ def _peak_groups(k: "KernelAnalysis", top: int, by: str) -> list:
     return ["", f"live at the peak by {_BY_HEADING[by]} ({len(groups)} of {len(all_groups)}):",
             *table(("units", "values", _BY_HEADING[by], "registers"), rows, {0, 1},
                    width=100, shrink=(3, 2))]
+
+
+def _sass_peak_lines(k: "KernelAnalysis", top: int) -> list:
+    """The SASS peak's registers by the source line of the value each holds (the machine
+    code's view of the peak), when the kernel was compiled and its SASS traced."""
+    gap = k.gap if k.stats is not None else None
+    if gap is None or not any(not label.startswith("(") for label, _ in gap.peak_lines):
+        return []
+    groups = gap.peak_lines if top <= 0 else gap.peak_lines[:top]
+    rows = [(n, _short_loc(label, 80)) for label, n in groups]
+    return ["", f"live at the SASS peak ({gap.sass_peak} registers) by the line of each value "
+                f"({len(groups)} of {len(gap.peak_lines)}; machine code):",
+            *table(("registers", "source"), rows, {0}, width=100)]
 
 
 def prediction_lines(pred, live: int, ptxas=None) -> list:

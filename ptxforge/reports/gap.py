@@ -88,6 +88,10 @@ class Gap:
     regcount: int
     estimate: int
     reasons: tuple
+    #: ((source line, registers), …): the SASS peak's registers by the source line of the value
+    #: each holds (:meth:`~ptxforge.reports.sass_trace.KernelTrace.peak_groups`), most first
+    peak_lines: tuple = ()
+    sass_peak: int = 0
 
     @property
     def total(self) -> int:
@@ -176,4 +180,5 @@ def explain_gap(report, trace, liveness=None,
                                  "stack pointer")
     reasons = tuple(GapReason(reason=r, registers=parts[r], detail=why[r])
                     for r in REASONS if parts.get(r))
-    return Gap(regcount=regcount, estimate=est, reasons=reasons)
+    return Gap(regcount=regcount, estimate=est, reasons=reasons,
+               peak_lines=trace.peak_groups("line"), sass_peak=peak)

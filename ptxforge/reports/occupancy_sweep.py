@@ -9,7 +9,10 @@ JSON of the sweep (``"schema": "ptxforge.sweep/1"``)::
            limiter, limiters, reason, stack_frame, limiting, …}
 
 (``…``: the further keys of :meth:`ptxforge.toolchain.sweep.Sweep.to_dict`; ``notes`` adds a note
-when ptxas used more registers than a cap, e.g. its lower bound of 24.)
+when ptxas used more registers than a cap, e.g. its lower bound of 24.)  ``recommended`` and
+``recommended_with_spills`` of a cap carry ``lever``, ``levers``, ``promise`` and ``dropped``:
+the change that takes effect for the kernel, proven by a compile
+(:mod:`ptxforge.reports.levers`).
 
 ``stack``/``limiter``/``limiters`` are the words ``analyze`` uses; ``stack_frame`` and
 ``limiting`` are the same values under their first names, kept so that programs reading
@@ -46,7 +49,7 @@ if TYPE_CHECKING:  # sweep_report imports analyze when it runs
 
 __all__ = ["SWEEP_SCHEMA", "PTXAS_CAP_FLOOR", "ROW_LEGEND", "CapChoice", "OccupancyReport",
            "SweepReport", "cap_notes", "occupancy_report", "recommend_cap",
-           "recommendation_lines", "sweep_report"]
+           "proven_recommendation", "recommendation_lines", "sweep_report"]
 
 SWEEP_SCHEMA = "ptxforge.sweep/1"
 #: The lowest --maxrregcount ptxas honours: a smaller cap is raised to it (measured with
@@ -150,7 +153,7 @@ class CapChoice:
 
     def text(self) -> str:
         """One sentence: the cap, what it gives, under which budget."""
-        cap = "no cap" if self.cap is None else f"--maxrregcount={self.cap}"
+        cap = "no cap" if self.cap is None else f"cap {self.cap}"
         how = ("with no spills" if self.budget == 0 else
                f"with {self.spill} bytes of spills (budget {self.budget})")
         blocks = "block" if self.blocks_per_sm == 1 else "blocks"
@@ -191,22 +194,55 @@ def recommend_cap(sweep, spill_budget: int = 0) -> Optional[CapChoice]:
     return None if best is None else best[1]
 
 
-def recommendation_lines(sweep, spill_budget: int = 0) -> tuple:
+def recommendation_lines(sweep, spill_budget: int = 0, *, ptx: Optional[str] = None,
+                         request=None, proofs: Optional[dict] = None) -> tuple:
     """The sweep's closing sentences: the cap with the most occupancy and no spills, and
-    (when it gives more) the most occupancy with spills within ``spill_budget`` bytes."""
-    clean = recommend_cap(sweep, 0)
+    (when it gives more) the most occupancy with spills within ``spill_budget`` bytes.  With
+    the swept ``ptx``, each cap comes with the lever that takes effect for the kernel, proven
+    by a compile (:func:`ptxforge.reports.levers.prove_recommendation`); ``proofs`` caches
+    them by budget."""
     if recommend_cap(sweep, 1 << 62) is None:
         return ("recommended cap: none (no compile with a known occupancy)",)
-    out = [f"recommended cap (most occupancy, no spills): {clean.text()}" if clean else
+    clean = _proven(sweep, 0, ptx, request, proofs)
+    out = [f"recommended cap (most occupancy, no spills): {clean.choice.text()}"
+           if clean.choice else
            "recommended cap (most occupancy, no spills): none: every compile spills"]
+    out += clean.lines()
     if spill_budget > 0:
-        spilly = recommend_cap(sweep, spill_budget)
-        if spilly is not None and (clean is None or spilly.occupancy > clean.occupancy):
-            out.append(f"with up to {spill_budget} spill bytes: {spilly.text()}")
+        spilly = _proven(sweep, spill_budget, ptx, request, proofs)
+        c, s = clean.choice, spilly.choice
+        if s is not None and (c is None or s.occupancy > c.occupancy):
+            out.append(f"with up to {spill_budget} spill bytes: {s.text()}")
+            out += spilly.lines()
         else:
             out.append(f"with up to {spill_budget} spill bytes: no cap gains occupancy "
                        "within the budget")
     return tuple(out)
+
+
+def proven_recommendation(sweep, ptx: str, spill_budget: int = 0, *, request=None):
+    """:func:`recommend_cap` of ``sweep`` (a sweep of ``ptx``) with the lever that takes effect
+    for the kernel, each lever compiled (:func:`ptxforge.reports.levers.prove_recommendation`;
+    a cap no lever delivers is dropped for the next best)."""
+    from .levers import prove_recommendation
+
+    return prove_recommendation(sweep, ptx, lambda s: recommend_cap(s, spill_budget),
+                                request=request)
+
+
+def _proven(sweep, budget: int, ptx: Optional[str], request, proofs: Optional[dict]):
+    """The recommendation at ``budget``, its levers proven when ``ptx`` is known."""
+    from .levers import Recommendation
+
+    if ptx is None:
+        return Recommendation(choice=recommend_cap(sweep, budget))
+    key = (sweep.kernel, budget)
+    if proofs is not None and key in proofs:
+        return proofs[key]
+    rec = proven_recommendation(sweep, ptx, budget, request=request)
+    if proofs is not None:
+        proofs[key] = rec
+    return rec
 
 
 #: What the columns of a sweep row mean (printed under each table).
@@ -214,6 +250,12 @@ ROW_LEGEND = ("each row is one compile at --maxrregcount=cap (none: uncapped): r
               "ptxas used, spill st/ld the bytes per thread it stored to and loaded from "
               "local memory, blocks/SM and occupancy follow from regs at the block size, "
               "limited by names the resource that stops one more block")
+
+
+def _rec_dict(rec) -> Optional[dict]:
+    if rec.choice is None:
+        return None
+    return rec.to_dict() if rec.levers or rec.dropped else rec.choice.to_dict()
 
 
 def _row_dict(row) -> dict:
@@ -232,6 +274,9 @@ class SweepReport:
     analysis: ModuleAnalysis  # of the uncapped compile
     sweeps: tuple          # one ptxforge.toolchain.sweep.Sweep per kernel of ``analysis``
     spill_budget: int = 0  # spill bytes the second recommendation may spend
+    ptx: Optional[str] = attrs.field(default=None, repr=False)  # the levers are proven on it
+    request: object = attrs.field(default=None, repr=False)
+    proofs: dict = attrs.field(factory=dict, eq=False, repr=False)  # (kernel, budget) -> proof
 
     def to_dict(self, top: int = 10) -> dict:
         """JSON-ready dict (keys in the module docstring)."""
@@ -241,10 +286,11 @@ class SweepReport:
             sw = s.to_dict()
             sw["rows"] = [_row_dict(r) for r in s.rows]
             sw["notes"] = list(sw.get("notes", ())) + list(cap_notes(s))
-            clean, spilly = recommend_cap(s, 0), recommend_cap(s, self.spill_budget)
-            sw["recommended"] = None if clean is None else clean.to_dict()
-            sw["recommended_with_spills"] = (None if spilly is None or self.spill_budget == 0
-                                             else spilly.to_dict())
+            clean = _proven(s, 0, self.ptx, self.request, self.proofs)
+            sw["recommended"] = _rec_dict(clean)
+            sw["recommended_with_spills"] = (
+                None if self.spill_budget == 0 else
+                _rec_dict(_proven(s, self.spill_budget, self.ptx, self.request, self.proofs)))
             kernels.append({**k.to_dict(top), "sweep": sw})
         return {"schema": SWEEP_SCHEMA, "file": a.file, "arch": a.arch,
                 "block_size": a.block_size, "dynamic_shared": a.dynamic_shared,
@@ -262,8 +308,11 @@ class SweepReport:
             if k.dynamic_shared:
                 lines.append(f"{k.dynamic_shared} bytes of dynamic shared memory per block")
             lines += [f"note: {n}" for n in cap_notes(s)]
-            lines.append(ROW_LEGEND)
-            lines += recommendation_lines(s, self.spill_budget)
+            lines.append(ROW_LEGEND if s.cap_method == "--maxrregcount" else
+                         ROW_LEGEND.replace("at --maxrregcount=cap", "with '.maxnreg cap' in "
+                                            "the kernel's PTX"))
+            lines += recommendation_lines(s, self.spill_budget, ptx=self.ptx,
+                                          request=self.request, proofs=self.proofs)
             lines.append(f"liveness estimate: {k.estimate.registers} registers (32-bit units), "
                          f"{k.estimate.predicates} predicates"
                          + (f" ({k.over_limit} over the {k.register_limit} a thread can have)"
@@ -307,4 +356,4 @@ def sweep_report(text: Union[str, bytes], file: str = "<ptx>",
             progress(n, len(a.kernels), k.name)
         at = attrs.evolve(spec, target=a.arch, block=k.block_size)
         sweeps.append(sweep(text, k.name, at, caps=chosen, extra_caps=extra, request=request))
-    return SweepReport(analysis=a, sweeps=tuple(sweeps))
+    return SweepReport(analysis=a, sweeps=tuple(sweeps), ptx=text, request=request)

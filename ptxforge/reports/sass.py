@@ -27,6 +27,8 @@ JSON (``"schema": "ptxforge.sass/1"``)::
                      used, instructions, peak_count,
                      peak_offsets, live_at_peak, peak_instructions: [INSTR]},
               ptxas: {registers, body_registers, spill_stores, spill_loads, register_cap},
+              spills_by_line: [{file, line, stores, loads, store_bytes, load_bytes,
+                                loop_depth, spill_accesses, offsets}],
               regcount_minus_span, holes, estimate_minus_sass, regcount_reason,
               call_graph: [{name, regcount, span, sass_peak}]}
     INSTR  = {offset, text, counts: {group: n}, source, ptx_line, ptx}
@@ -54,6 +56,7 @@ from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.toolchain.compile import CompileRequest, KernelStats
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
+from ptxforge.toolchain.sass_spills import spills_by_line
 
 from .estimate import Estimate
 from .gap import Gap, explain_gap
@@ -182,6 +185,7 @@ class SassKernelReport:
                       "spill_stores": None if s is None else s.spill_stores,
                       "spill_loads": None if s is None else s.spill_loads,
                       "register_cap": None if s is None else s.register_cap},
+            "spills_by_line": [x.to_dict() for x in spills_by_line(f)],
             "regcount_minus_span": self.above_span, "holes": self.holes,
             "estimate_minus_sass": self.estimate_minus_sass,
             "regcount_reason": self.regcount_reason(),

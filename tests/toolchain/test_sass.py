@@ -431,7 +431,8 @@ def test_cubin_alone_and_determinism():
 
 KERNEL_KEYS = {"name", "estimate", "sass", "ptxas", "regcount_minus_span", "holes",
                "estimate_minus_sass", "regcount_reason", "call_graph", "peak_values", "by_line",
-               "loops", "gap", "peak_by_line", "peak_by_callsite", "traced"}
+               "loops", "gap", "peak_by_line", "peak_by_callsite", "traced",
+               "spills_by_line"}
 SASS_KEYS = {"registers", "registers_without_call_clobbers", "predicates", "uniform", "span",
              "used", "instructions", "peak_count", "peak_offsets", "live_at_peak",
              "peak_instructions"}

@@ -153,7 +153,8 @@ def html_report(source, file: str = "<ptx>", spec: Union[LaunchSpec, str, int, N
     for i, k in enumerate(a.kernels):
         series, peak = overlay.get(k.name, ((), None))
         sw = sweeps.get(k.name)
-        rec = recommendation_lines(sw, page.spill_budget) if sw is not None else ()
+        rec = (recommendation_lines(sw, page.spill_budget, ptx=text, request=request)
+               if sw is not None else ())
         views.append(kernel_view(k, i, sass=series, sass_peak=peak, sweep=sw, recommended=rec,
                                  source_dirs=page.source_dirs))
     return render_page(file, _header(a), views, notes)
