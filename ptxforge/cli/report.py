@@ -18,6 +18,7 @@ from ptxforge.cli.common import (
     InputError,
     UsageError,
     add_common,
+    add_jobs,
     caps_type,
     int_range,
     progress_printer,
@@ -37,10 +38,14 @@ def add(sub) -> None:
                                    "live registers, the occupancy cliffs, and with --sweep "
                                    "the register-cap sweep. FILE is PTX, a cubin, or a Python "
                                    "file exposing `module` or `build()` (docs/report.md).")
-    r.add_argument("file", metavar="FILE.ptx|FILE.cubin|FILE.py")
-    r.add_argument("-o", "--output", default="report.html", metavar="HTML",
-                   help="where to write the page (default report.html; '-': standard output)")
+    r.add_argument("files", nargs="+", metavar="FILE.ptx|FILE.cubin|FILE.py|DIR",
+                   help="one file: one page; several files or a folder: a page per file "
+                        "and an index.html, in the -o folder")
+    r.add_argument("-o", "--output", default="report.html", metavar="HTML|FOLDER",
+                   help="where to write the page (default report.html; '-': standard output); "
+                        "for several inputs the folder of the pages (default ptxforge-report)")
     add_common(r)
+    add_jobs(r)
     r.add_argument("--no-compile", action="store_true",
                    help="skip ptxas (and the SASS overlay)")
     r.add_argument("--no-sass", action="store_true",
@@ -111,6 +116,14 @@ def run(args) -> int:
     if (args.caps or args.spill_budget) and not args.sweep:
         raise UsageError("report: --caps and --spill-budget go with --sweep")
     dirs = list(args.source_dir)
+    many = len(args.files) > 1 or (args.files[0] != "-" and os.path.isdir(args.files[0]))
+    if many:
+        from ptxforge.cli.report_many import run_many
+
+        return run_many(args, PageOptions(sass=not args.no_sass, sweep=args.sweep,
+                                          caps=args.caps, spill_budget=args.spill_budget,
+                                          source_dirs=dirs), spec_from_args(args))
+    args.file = args.files[0]
     if args.file.endswith(".py"):
         source, name = load_python_module(args.file), args.file
     else:
