@@ -15,13 +15,14 @@ the output)::
     ptxforge check FILE|DIR... [--max-registers N] [--no-spills] [--max-stack B]
                               [--min-occupancy X --block N] [--budget ptxforge.toml]
                               [--sarif OUT] [--junit OUT] [--triton-cache [DIR]]
-                              (exit 0 every budget holds, 1 a violation, 2 bad input)
+                              (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
-``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
-the input could not be read, parsed, compiled or analysed (unknown kernel included), 2 usage
-error (bad option or value, unknown architecture).  Errors are one message on standard error,
+``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status, the same in
+every command (:data:`EPILOG`): 0 success, 1 the input could not be read, parsed, compiled or
+analysed (a missing file, an unknown kernel; for check also a budget that fails), 2 usage
+error (bad option or value, unknown architecture, options that do not go together).  Errors are one message on standard error,
 never a traceback.
 
 Example::
@@ -42,7 +43,13 @@ from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass,
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EPILOG", "EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+#: The exit-status contract of every command (the top-level ``--help`` prints it).
+EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is missing, "
+          "unreadable, malformed or does not compile (a missing file is 1 in every command), "
+          "an unknown kernel, or for check a budget that fails; 2 usage: a bad option or "
+          "value, or options that do not go together (printed with the command's usage)")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
@@ -61,7 +68,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     """The command's parser and each command's own (by name: its usage for a UsageError)."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Analyse the register pressure of PTX kernels.",
-        epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
+        epilog=EPILOG)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS.values():
         module.add(sub)

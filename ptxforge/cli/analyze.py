@@ -18,6 +18,7 @@ from ptxforge.cli.common import (
     message,
     progress_printer,
     read_input,
+    refuse_compiler_flags,
     request_from_args,
     spec_from_args,
 )
@@ -54,6 +55,7 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Run the command; the exit status."""
+    refuse_compiler_flags(args, "analyze")
     if len(args.files) > 1 or (args.files[0] != "-" and os.path.isdir(args.files[0])
                                and not _triton_dir(args.files[0])):
         return _run_many(args)

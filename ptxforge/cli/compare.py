@@ -11,6 +11,7 @@ from ptxforge.cli.common import (
     emit,
     pair_type,
     read_input,
+    refuse_compiler_flags,
     request_from_args,
     spec_from_args,
 )
@@ -69,6 +70,7 @@ def run(args) -> int:
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.reports.variants import compare_variants
 
+    refuse_compiler_flags(args, "compare")
     if args.file_a == "-" and args.file_b == "-":
         raise UsageError("compare: only one of A and B can be '-' (standard input can be "
                           "read once)")

@@ -22,6 +22,7 @@ from ptxforge.cli.common import (
     int_range,
     progress_printer,
     read_input,
+    refuse_compiler_flags,
     spec_from_args,
 )
 from ptxforge.errors import PtxforgeError
@@ -40,7 +41,7 @@ def add(sub) -> None:
     r.add_argument("file", metavar="FILE.ptx|FILE.cubin|FILE.py")
     r.add_argument("-o", "--output", default="report.html", metavar="HTML",
                    help="where to write the page (default report.html; '-': standard output)")
-    add_common(r)
+    add_common(r, json=False)
     r.add_argument("--no-compile", action="store_true",
                    help="skip ptxas (and the SASS overlay)")
     r.add_argument("--no-sass", action="store_true",
@@ -105,9 +106,10 @@ def run(args) -> int:
     """Run the command; the exit status."""
     from ptxforge.reports.html import PageOptions, html_report
 
-    if args.json:
-        raise UsageError("report: --json does not apply (the report is HTML; analyze --json "
-                         "gives the figures)")
+    refuse_compiler_flags(args, "report")
+    if args.no_compile and args.sweep:
+        raise UsageError("report: --sweep compiles each kernel at several caps; --no-compile "
+                         "compiles nothing (give one or the other)")
     if (args.caps or args.spill_budget) and not args.sweep:
         raise UsageError("report: --caps and --spill-budget go with --sweep")
     dirs = list(args.source_dir)
@@ -130,6 +132,5 @@ def run(args) -> int:
     except OSError as exc:
         raise InputError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
     progress_printer(args, done=True)
-    sys.stderr.write(f"wrote {args.output} ({len(page.encode()):,} bytes)\n") \
-        if sys.stderr.isatty() else None
+    sys.stderr.write(f"wrote {args.output} ({len(page.encode()):,} bytes)\n")
     return EXIT_OK

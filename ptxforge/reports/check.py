@@ -387,8 +387,13 @@ class CheckReport:
         n = len(self.kernels)
         lines += ["", f"{len(fails)} of {len(self.findings)} checks failed on {n} kernel"
                   f"{'s' if n != 1 else ''}" if fails else
-                  f"all {len(self.findings)} checks hold on {n} kernel{'s' if n != 1 else ''}"]
+                  _holds(len(self.findings)) + f" on {n} kernel{'s' if n != 1 else ''}"]
         return "\n".join(lines) + "\n"
+
+
+def _holds(n: int) -> str:
+    """``the 1 check holds`` / ``all 3 checks hold``."""
+    return "the 1 check holds" if n == 1 else f"all {n} checks hold"
 
 
 def _where(k) -> Optional[str]:

@@ -96,7 +96,7 @@ _COLUMNS = (("registers", ("registers",)), ("spill st/ld", ("spill_stores", "spi
 
 
 #: The fields whose cell adds ``(+N)`` to ``old → new``.
-_DELTAS = ("registers", "estimate", "prediction")
+_DELTAS = ("registers", "stack", "occupancy", "estimate", "prediction")
 
 
 def _delta(field: str, a, b) -> str:

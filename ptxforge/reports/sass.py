@@ -270,7 +270,8 @@ class SassReport:
         return json.dumps(self.to_dict(top), indent=indent, sort_keys=True, ensure_ascii=False)
 
     def to_text(self, top: int = 10) -> str:
-        via = f"ptxas via {self.backend}; " if self.backend else ""
+        via = (("ptxas; " if self.backend == "ptxas" else f"ptxas via {self.backend}; ")
+               if self.backend else "")
         head = [*wrap(f"{short_path(self.file, 48)}: {self.arch}; {via}nvdisasm "
                       f"{self.sass.version}"), ""]
         names = [display_name(k.name) for k in self.kernels]
