@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from by_hand import blocks_per_sm, ptxas_v
 
 from ptxforge.cli import main
 from ptxforge.ptx.parse import parse
 from ptxforge.toolchain.compile import compile_ptx
 
-from by_hand import blocks_per_sm, ptxas_v
 from cli_util import run, run_json
 from corpus_util import CORPUS_DIR, compile_cu, corpus_ptx
 
