@@ -15,6 +15,7 @@ __all__ = [
     "CompilerCrashError",
     "DeviceError",
     "LaunchError",
+    "NoKernelError",
 ]
 
 
@@ -32,6 +33,11 @@ class BuildError(PtxforgeError, ValueError):
 
 class UnsupportedError(PtxforgeError):
     """The requested operation needs a newer target or PTX ISA than the one selected."""
+
+
+class NoKernelError(PtxforgeError):
+    """A module holds no kernel or function with a body (only globals or declarations):
+    ``check`` and ``diff`` list such a file and go on with the others."""
 
 
 class ParseError(PtxforgeError, ValueError):

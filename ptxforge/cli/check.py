@@ -82,7 +82,7 @@ def run(args) -> int:
     import json
 
     from ptxforge.frontends import triton_cache
-    from ptxforge.frontends.inputs import collect
+    from ptxforge.frontends.inputs import collect, without_kernels
     from ptxforge.reports.check import Budget, check, load_budget
 
     paths = list(args.paths)
@@ -106,7 +106,7 @@ def run(args) -> int:
     kernels = [f for u in units for f in u.figures]
     if not kernels:
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
-    report = check(kernels, base, budget_file)
+    report = check(kernels, base, budget_file, without_kernels(units))
     if args.sarif:
         from ptxforge.reports.sarif import sarif_text
 

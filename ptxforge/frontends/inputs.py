@@ -27,7 +27,7 @@ import attrs
 
 from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
-from ptxforge.errors import PtxforgeError
+from ptxforge.errors import NoKernelError, PtxforgeError
 from ptxforge.reports.figures import kernel_figures
 
 from . import triton_cache
@@ -36,20 +36,22 @@ if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
     from ptxforge.reports.cubin import CubinReport
 
-__all__ = ["Input", "collect", "expand"]
+__all__ = ["Input", "collect", "expand", "without_kernels"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
 class Input:
     """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
     relative to the folder it was found in (``rel``), the analysis (None when the file was
-    analysed in a worker process) and the figures."""
+    analysed in a worker process) and the figures; ``no_kernel`` for PTX that holds only
+    globals or declarations (no figures: listed by ``check`` and ``diff``, not an error)."""
 
     path: str
     kind: str
     rel: str
     analysis: Union[ModuleAnalysis, CubinReport, None] = attrs.field(eq=False, repr=False)
     figures: tuple = attrs.field(eq=False, repr=False)
+    no_kernel: bool = False
 
 
 def _is_cubin(path: pathlib.Path) -> bool:
@@ -110,8 +112,22 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = data.decode("utf-8", errors="replace")
-    res = analyze_ptx(text, what, spec, compile=compile, jobs=jobs)
+    try:
+        res = analyze_ptx(text, what, spec, compile=compile, jobs=jobs)
+    except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
+        return Input(path=what, kind=kind, rel=rel, analysis=None, figures=(), no_kernel=True)
     return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
+
+
+def without_kernels(units: Sequence) -> list:
+    """The paths of the :class:`Input` s that hold no kernel (PTX of globals only), in order.
+
+    Example::
+
+        >>> without_kernels(collect(["build/"]))   # doctest: +SKIP
+        ['build/constants.ptx']
+    """
+    return [u.path for u in units if u.no_kernel]
 
 
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,

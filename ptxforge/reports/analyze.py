@@ -76,7 +76,7 @@ from ptxforge.analysis.pressure import PressureReport
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
-from ptxforge.errors import PtxforgeError, UnsupportedError
+from ptxforge.errors import NoKernelError, PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.parse import parse
@@ -382,7 +382,7 @@ def _select(module: ir.Module, kernel: Optional[Union[str, Sequence[str]]], file
     if kernel is None:
         chosen = [k for k in bodies if k.is_entry] or bodies
         if not chosen:
-            raise PtxforgeError(f"{file}: no kernel or function with a body to analyse")
+            raise NoKernelError(f"{file}: no kernel or function with a body to analyse")
         return chosen
     # mangled, demangled or an unambiguous prefix (ptxforge.reports.names)
     by_name = {k.name: k for k in bodies}
