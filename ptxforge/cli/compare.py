@@ -92,7 +92,7 @@ def run(args) -> int:
     else:
         sides = [analyze_ptx(d, n, spec, kernel=w, **kw) for d, n, w in inputs]
     if pairs:   # the names as the PTX spells them (--pair takes demangled names and prefixes)
-        from ptxforge.reports.names import match_kernel
+        from ptxforge.ptx.names import match_kernel
 
         pairs = [tuple(match_kernel([k.name for k in side.kernels], want, side.file)
                        for side, want in zip(sides, pair)) for pair in pairs]

@@ -89,8 +89,9 @@ if TYPE_CHECKING:  # the compile machinery is imported when something is compile
 
     from .analyze_compile import CompiledResult, SassGaps
     from .gap import Gap
+from ptxforge.ptx.names import match_kernels
+
 from .estimate import Comparison, Estimate, compare_with_ptxas
-from .names import match_kernels
 from .peak import peak_groups
 from .resources import (
     DEFAULT_BLOCK,

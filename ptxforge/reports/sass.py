@@ -51,13 +51,14 @@ from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
+from ptxforge.ptx.names import match_kernel
 from ptxforge.toolchain.compile import CompileRequest, KernelStats
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
 
 from .estimate import Estimate
 from .gap import Gap, explain_gap
-from .names import match_kernel, short_labels
+from .names import short_labels
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import KernelTrace, PtxLines, trace_kernel
