@@ -51,6 +51,9 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
           "an unknown kernel, or for check a budget that fails; 2 usage: a bad option or "
           "value, or options that do not go together (printed with the command's usage)")
 
+#: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
+_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report")
+
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
              "sass": sass, "check": check, "diff": diff, "report": report}
@@ -89,11 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     parser, commands = _parsers()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # what follows `--` goes to NVRTC for .cu inputs (-D, -I, -std, ...), not to argparse
+    cut = argv.index("--") if "--" in argv else len(argv)
+    argv, cu_flags = argv[:cut], tuple(argv[cut + 1:])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors (2), --help (0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.cu_flags = cu_flags
     try:
+        if cu_flags and args.command not in _CU_COMMANDS:
+            raise UsageError(f"flags after '--' go to NVRTC for .cu inputs; {args.command} "
+                             "reads no .cu")
         return _run(args)
     except UsageError as exc:  # argparse's format: the command's usage, then the message
         sub = commands[args.command]

@@ -102,7 +102,8 @@ def run(args) -> int:
             budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
         raise UsageError("no budget to check: give --max-registers, --no-spills, "
                          "--max-stack, --min-occupancy or --budget FILE.toml")
-    units = collect(paths, spec=spec_from_args(args), jobs=args.jobs)  # bad input: exit 1
+    units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
+                    cu_flags=args.cu_flags)
     kernels = [f for u in units for f in u.figures]
     if not kernels:
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")

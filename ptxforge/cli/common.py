@@ -28,6 +28,7 @@ __all__ = [
     "pair_type",
     "progress_printer",
     "read_input",
+    "read_source",
     "refuse_compiler_flags",
     "request_from_args",
     "spec_from_args",
@@ -171,6 +172,19 @@ def read_input(path: str) -> tuple:
             return fh.read(), path
     except OSError as exc:
         raise InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def read_source(path: str, args) -> tuple:
+    """:func:`read_input`, with a CUDA C++ source (``.cu``) compiled to PTX by NVRTC for
+    ``--arch`` (default sm_80) with ``-lineinfo`` and the flags after ``--``: (bytes or PTX
+    text, display name)."""
+    data, name = read_input(path)
+    from ptxforge.frontends.cuda_source import compile_cuda, is_cuda_source
+
+    if not is_cuda_source(name):
+        return data, name
+    return compile_cuda(data, name, getattr(args, "arch", None),
+                        getattr(args, "cu_flags", ())), name
 
 
 def emit(args, obj, text_fn) -> None:

@@ -10,7 +10,7 @@ from ptxforge.cli.common import (
     count_type,
     emit,
     pair_type,
-    read_input,
+    read_source,
     refuse_compiler_flags,
     request_from_args,
     spec_from_args,
@@ -77,7 +77,7 @@ def run(args) -> int:
     pairs = _pairs(args)
     inputs = []
     for i, path in enumerate((args.file_a, args.file_b)):
-        data, name = read_input(path)
+        data, name = read_source(path, args)
         if data[:4] == b"\x7fELF":
             raise InputError(f"{name} is a cubin: compare reads PTX (analyze reads a cubin)")
         inputs.append((data, name, [p[i] for p in pairs] if pairs else args.kernel))

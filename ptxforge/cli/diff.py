@@ -40,7 +40,8 @@ def run(args) -> int:
         raise UsageError("diff: --markdown and --json are alternatives; give one")
     sides, empty = [], []
     for path in (args.old, args.new):
-        units = collect([path], spec=spec_from_args(args), jobs=args.jobs)
+        units = collect([path], spec=spec_from_args(args), jobs=args.jobs,
+                        cu_flags=getattr(args, "cu_flags", ()))
         sides.append([f for u in units for f in u.figures])
         empty += without_kernels(units)
     report = diff_figures(sides[0], sides[1], args.old, args.new, empty)

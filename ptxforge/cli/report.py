@@ -21,7 +21,7 @@ from ptxforge.cli.common import (
     caps_type,
     int_range,
     progress_printer,
-    read_input,
+    read_source,
     refuse_compiler_flags,
     spec_from_args,
 )
@@ -116,7 +116,7 @@ def run(args) -> int:
     if args.file.endswith(".py"):
         source, name = load_python_module(args.file), args.file
     else:
-        source, name = read_input(args.file)
+        source, name = read_source(args.file, args)
     if args.file != "-":
         dirs.append(os.path.dirname(os.path.abspath(args.file)))
     options = PageOptions(sass=not args.no_sass, sweep=args.sweep, caps=args.caps,

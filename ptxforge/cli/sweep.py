@@ -16,7 +16,7 @@ from ptxforge.cli.common import (
     emit,
     int_range,
     progress_printer,
-    read_input,
+    read_source,
     request_from_args,
     spec_from_args,
 )
@@ -48,7 +48,7 @@ def run(args) -> int:
 
     if args.only_caps and not args.caps:
         raise UsageError("sweep: --only-caps needs --caps")
-    data, name = read_input(args.file)
+    data, name = read_source(args.file, args)
     if data[:4] == b"\x7fELF":
         raise InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
                           "PTX (analyze reads a cubin)")

@@ -1,8 +1,9 @@
 """Files, folders and Triton caches to per-kernel figures: what ``check`` and ``diff`` read.
 
-:func:`collect` takes paths: a ``.ptx`` file, a cubin, a folder (searched recursively for
-``*.ptx`` and ``*.cubin``; a cubin beside a PTX of the same stem is left out, the PTX tells
-more) or a Triton cache (a folder holding ``HASH/NAME.json`` metadata beside ``NAME.ptx``:
+:func:`collect` takes paths: a ``.ptx`` file, a CUDA source (``.cu``, compiled with NVRTC:
+:mod:`ptxforge.frontends.cuda_source`), a cubin, a folder (searched recursively for ``*.ptx``,
+``*.cu`` and ``*.cubin``; a cubin or ``.cu`` beside a PTX of the same stem is left out, the
+PTX tells more) or a Triton cache (a folder holding ``HASH/NAME.json`` metadata beside ``NAME.ptx``:
 each kernel is analysed at its own block size, 32 × num_warps, with its shared memory, see
 :mod:`ptxforge.frontends.triton_cache`).  Each file becomes an :class:`Input` with its
 analysis and :class:`~ptxforge.reports.figures.KernelFigures`.  The figures come from
@@ -31,6 +32,7 @@ from ptxforge.errors import NoKernelError, PtxforgeError
 from ptxforge.reports.figures import kernel_figures
 
 from . import triton_cache
+from .cuda_source import compile_cuda, is_cuda_source
 
 if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
@@ -67,7 +69,8 @@ def expand(path) -> list:
     docstring); PtxforgeError for a path that does not exist or holds nothing to analyse."""
     p = pathlib.Path(path)
     if p.is_file():
-        return [("cubin" if _is_cubin(p) else "ptx", str(p), p.name)]
+        kind = "cubin" if _is_cubin(p) else "cu" if is_cuda_source(p) else "ptx"
+        return [(kind, str(p), p.name)]
     if not p.is_dir():
         raise PtxforgeError(f"{str(path)!r}: no such file or directory (expected PTX, a "
                             "cubin, a folder of them or a Triton cache)")
@@ -81,12 +84,14 @@ def expand(path) -> list:
             continue
         if f.suffix == ".ptx":
             out.append(("ptx", str(f), os.path.relpath(f, p)))
+        elif f.suffix == ".cu" and not f.with_suffix(".ptx").is_file():  # its PTX tells more
+            out.append(("cu", str(f), os.path.relpath(f, p)))
         elif f.suffix == ".cubin" or (f.suffix == "" and _is_cubin(f)):
             if f.with_suffix(".ptx").is_file():
                 continue
             out.append(("cubin", str(f), os.path.relpath(f, p)))
     if not out:
-        raise PtxforgeError(f"{str(path)!r} holds no .ptx, .cubin or Triton cache entry")
+        raise PtxforgeError(f"{str(path)!r} holds no .ptx, .cu, .cubin or Triton cache entry")
     return out
 
 
@@ -99,7 +104,7 @@ def _read(path: str) -> bytes:
 
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
-         jobs: Optional[int] = 1) -> Input:
+         cu_flags: Sequence[str] = (), jobs: Optional[int] = 1) -> Input:
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.reports.cubin import analyze_cubin
 
@@ -111,7 +116,8 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
     if kind == "cubin":
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
-    text = data.decode("utf-8", errors="replace")
+    text = (compile_cuda(data, what, spec.target, cu_flags) if kind == "cu"
+            else data.decode("utf-8", errors="replace"))
     try:
         res = analyze_ptx(text, what, spec, compile=compile, jobs=jobs)
     except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
@@ -131,18 +137,21 @@ def without_kernels(units: Sequence) -> list:
 
 
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
-            compile: bool = True, jobs: Optional[int] = 1) -> tuple:
+            compile: bool = True, jobs: Optional[int] = 1,
+            cu_flags: Sequence[str] = ()) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
     PTX's ``.target``; its block None each kernel's own launch bounds (Triton: 32 ×
     num_warps), else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
     uncompilable input.  ``jobs`` above 1 (None: the cores) analyses the files in that many
-    worker processes; their Inputs then carry the figures only (``analysis`` is None)."""
+    worker processes; their Inputs then carry the figures only (``analysis`` is None).
+    A ``.cu`` source is compiled with NVRTC for the spec's target (default sm_80) with
+    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
-    tasks = [(kind, what, rel, spec, compile) for path in paths
+    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
         return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel
