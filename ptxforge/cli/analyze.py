@@ -91,6 +91,15 @@ def _run_one(args) -> int:
         spec = attrs.evolve(spec, block=spec.block or entry.block_size,
                             dynamic_shared=spec.dynamic_shared or entry.shared)
     data, name = read_source(args.file, args)
+    from ptxforge.frontends.fatbin import analyze_container, is_fatbin_container
+
+    if isinstance(data, bytes) and is_fatbin_container(data):   # a fatbin or a .so: each entry
+        if args.by != "line":
+            raise UsageError("analyze: --by applies to PTX, not to a fat binary")
+        rep = analyze_container(data, name, spec, kernel=args.kernel,
+                                compile=not args.no_compile, request=request_from_args(args))
+        emit(args, rep.to_dict() if args.json else None, rep.to_text)
+        return EXIT_OK
     if data[:4] == b"\x7fELF":
         from ptxforge.reports.cubin import analyze_cubin
 
