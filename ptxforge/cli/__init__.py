@@ -17,6 +17,7 @@ the output)::
                               [--sarif OUT] [--junit OUT] [--triton-cache [DIR]]
                               (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
+    ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
 ``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status, the same in
@@ -39,7 +40,7 @@ import sys
 from collections.abc import Sequence
 
 from ptxforge.analysis.gc_pause import gc_paused
-from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass, sweep
+from ptxforge.cli import analyze, check, compare, diff, occupancy, report, sass, sweep, tune
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
 
@@ -52,11 +53,11 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
           "value, or options that do not go together (printed with the command's usage)")
 
 #: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
-_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report")
+_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
-             "sass": sass, "check": check, "diff": diff, "report": report}
+             "sass": sass, "check": check, "diff": diff, "report": report, "tune": tune}
 
 
 def _run(args) -> int:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
+from nvcc_util import nvcc_stats
 
 from cli_util import run
-from corpus_util import CORPUS_DIR, ptxas_stats
+from corpus_util import CORPUS_DIR
 
 # TILE sets how many values each thread keeps live: its registers follow the define
 TILED = """
@@ -38,30 +36,6 @@ __global__ void tiled(const float* __restrict__ in, float* __restrict__ out, int
     out[i] = acc;
 }
 """
-
-
-def _nvcc() -> str:
-    import nvidia
-
-    for root in nvidia.__path__:
-        for exe in sorted(Path(root).glob("cu*/bin/nvcc")):
-            return str(exe)
-    found = shutil.which("nvcc")
-    if found is None:
-        pytest.skip("no nvcc (the nvidia-cuda-nvcc wheel is a dependency)")
-    return found
-
-
-def nvcc_stats(path: Path, arch: str = "sm_80", flags: tuple = ()) -> dict:
-    """``{kernel: registers, stack, spill_stores, spill_loads}`` from ``nvcc -cubin -Xptxas -v``."""
-    with tempfile.TemporaryDirectory() as tmp:   # not beside the sources: check reads those
-        proc = subprocess.run([_nvcc(), "-cubin", f"-arch={arch}", "-lineinfo", "-Xptxas", "-v",
-                               *flags, str(path), "-o", str(Path(tmp) / "k.cubin")],
-                              capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    stats = ptxas_stats(proc.stdout + proc.stderr)
-    assert stats
-    return stats
 
 
 def _figures(k: dict) -> dict:
