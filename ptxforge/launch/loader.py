@@ -152,7 +152,8 @@ class LoadedModule:
         carries none."""
         if self._unloaded:
             raise DeviceError("this module has been unloaded")
-        name = lookup(tuple(self.image.signatures), name, "this module", LaunchError)
+        name = lookup(tuple(self.image.signatures), name, "this module", LaunchError,
+                      missing_ok=True)   # an unknown name: the messages below say more
         if params is None and name in self._kernels:
             return self._kernels[name]
         if params is None:

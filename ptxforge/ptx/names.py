@@ -42,6 +42,16 @@ def _spellings(name: str) -> tuple:
     return tuple(dict.fromkeys(_norm(s) for s in out))
 
 
+def _candidates(names: Sequence[str], wanted: str) -> list:
+    """The names ``wanted`` designates: the one exact spelling, else every prefix match."""
+    key = _norm(wanted)
+    spelled = [(n, _spellings(n)) for n in names]
+    exact = [n for n, s in spelled if key in s]
+    if len(exact) == 1:
+        return exact
+    return exact or [n for n, s in spelled if any(x.startswith(key) for x in s)]
+
+
 def match_kernel(names: Sequence[str], wanted: str, file: str = "the file") -> str:
     """The one name of ``names`` (as the PTX spells them) that ``wanted`` designates: an exact
     mangled, demangled or full demangled name (for numba, the Python name or its last parts),
@@ -59,12 +69,7 @@ def match_kernel(names: Sequence[str], wanted: str, file: str = "the file") -> s
     """
     if wanted in names:
         return wanted
-    key = _norm(wanted)
-    spelled = [(n, _spellings(n)) for n in names]
-    exact = [n for n, s in spelled if key in s]
-    if len(exact) == 1:
-        return exact[0]
-    hits = exact or [n for n, s in spelled if any(x.startswith(key) for x in s)]
+    hits = _candidates(names, wanted)
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -78,11 +83,12 @@ def match_kernel(names: Sequence[str], wanted: str, file: str = "the file") -> s
 
 
 def lookup(names: Sequence[str], wanted: str, where: str = "the module",
-           error: type = PtxforgeError) -> str:
+           error: type = PtxforgeError, missing_ok: bool = False) -> str:
     """:func:`match_kernel` for the library's ``[name]`` and ``kernel(name)``: ``wanted``
     itself when ``names`` holds it (or is empty: nothing to match against), else the one name
     it designates; no match or several raise ``error`` (a PtxforgeError subclass) with
-    :func:`match_kernel`'s message.
+    :func:`match_kernel`'s message (no match gives ``wanted`` back with ``missing_ok``: the
+    caller has its own word for a name it cannot find).
 
     Example::
 
@@ -90,6 +96,8 @@ def lookup(names: Sequence[str], wanted: str, where: str = "the module",
         '_Z5sgemmPfS_'
     """
     if not names or wanted in names:
+        return wanted
+    if missing_ok and not _candidates(names, wanted):
         return wanted
     try:
         return match_kernel(names, wanted, where)
