@@ -74,6 +74,7 @@ def _write(path: str, text: str) -> None:
             fh.write(text)
     except OSError as exc:
         raise PtxforgeError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    sys.stderr.write(f"wrote {path}\n")   # every file a command writes is announced
 
 
 def run(args) -> int:

@@ -76,6 +76,14 @@ def test_report_has_no_json_option_and_announces_the_file(capsys, build, tmp_pat
     assert code == 0 and out == "" and err == f"wrote {page} ({size:,} bytes)\n"
 
 
+def test_check_announces_the_files_it_writes(capsys, build, tmp_path):
+    sarif, junit = tmp_path / "c.sarif", tmp_path / "c.xml"
+    code, _, err = run(capsys, "check", build / "pressure.ptx", "--max-registers", 255,
+                       "--sarif", sarif, "--junit", junit)
+    assert code == 0 and err == f"wrote {sarif}\nwrote {junit}\n"
+    assert sarif.stat().st_size > 0 and junit.stat().st_size > 0
+
+
 # --- wording -------------------------------------------------------------------------------------
 
 def test_sass_header_names_ptxas_once(capsys, build):
