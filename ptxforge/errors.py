@@ -15,6 +15,8 @@ __all__ = [
     "CompilerCrashError",
     "DeviceError",
     "LaunchError",
+    "NoKernelError",
+    "KernelNameError",
 ]
 
 
@@ -32,6 +34,19 @@ class BuildError(PtxforgeError, ValueError):
 
 class UnsupportedError(PtxforgeError):
     """The requested operation needs a newer target or PTX ISA than the one selected."""
+
+
+class NoKernelError(PtxforgeError):
+    """A module holds no kernel or function with a body (only globals or declarations):
+    ``check`` and ``diff`` list such a file and go on with the others."""
+
+
+class KernelNameError(PtxforgeError, KeyError):
+    """No kernel, or several, answer to a name (``compile_ptx(...)[name]``): a KeyError too,
+    whose text is the message itself (not its repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class ParseError(PtxforgeError, ValueError):

@@ -15,14 +15,16 @@ the output)::
     ptxforge check FILE|DIR... [--max-registers N] [--no-spills] [--max-stack B]
                               [--min-occupancy X --block N] [--budget ptxforge.toml]
                               [--sarif OUT] [--junit OUT] [--triton-cache [DIR]]
-                              (exit 0 every budget holds, 1 a violation, 2 bad input)
+                              (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
     ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
+    ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
-``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status: 0 success, 1
-the input could not be read, parsed, compiled or analysed (unknown kernel included), 2 usage
-error (bad option or value, unknown architecture).  Errors are one message on standard error,
+``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status, the same in
+every command (:data:`EPILOG`): 0 success, 1 the input could not be read, parsed, compiled or
+analysed (a missing file, an unknown kernel; for check also a budget that fails), 2 usage
+error (bad option or value, unknown architecture, options that do not go together).  Errors are one message on standard error,
 never a traceback.
 
 Example::
@@ -39,15 +41,36 @@ import sys
 from collections.abc import Sequence
 
 from ptxforge.analysis.gc_pause import gc_paused
-from ptxforge.cli import advise, analyze, check, compare, diff, occupancy, report, sass, sweep
+from ptxforge.cli import (
+    advise,
+    analyze,
+    check,
+    compare,
+    diff,
+    occupancy,
+    report,
+    sass,
+    sweep,
+    tune,
+)
 from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG, UsageError, message
 from ptxforge.errors import PtxforgeError
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EPILOG", "EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+#: The exit-status contract of every command (the top-level ``--help`` prints it).
+EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is missing, "
+          "unreadable, malformed or does not compile (a missing file is 1 in every command), "
+          "an unknown kernel, or for check a budget that fails; 2 usage: a bad option or "
+          "value, or options that do not go together (printed with the command's usage)")
+
+#: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
+_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
-             "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise}
+             "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise,
+             "tune": tune}
 
 
 def _run(args) -> int:
@@ -62,7 +85,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     """The command's parser and each command's own (by name: its usage for a UsageError)."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Analyse the register pressure of PTX kernels.",
-        epilog="exit status: 0 success, 1 analysis or compile failure, 2 usage error")
+        epilog=EPILOG)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS.values():
         module.add(sub)
@@ -83,11 +106,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     parser, commands = _parsers()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # what follows `--` goes to NVRTC for .cu inputs (-D, -I, -std, ...), not to argparse
+    cut = argv.index("--") if "--" in argv else len(argv)
+    argv, cu_flags = argv[:cut], tuple(argv[cut + 1:])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors (2), --help (0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.cu_flags = cu_flags
     try:
+        if cu_flags and args.command not in _CU_COMMANDS:
+            raise UsageError(f"flags after '--' go to NVRTC for .cu inputs; {args.command} "
+                             "reads no .cu")
         return _run(args)
     except UsageError as exc:  # argparse's format: the command's usage, then the message
         sub = commands[args.command]

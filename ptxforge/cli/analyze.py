@@ -18,6 +18,8 @@ from ptxforge.cli.common import (
     message,
     progress_printer,
     read_input,
+    read_source,
+    refuse_compiler_flags,
     request_from_args,
     spec_from_args,
 )
@@ -54,6 +56,7 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Run the command; the exit status."""
+    refuse_compiler_flags(args, "analyze")
     if len(args.files) > 1 or (args.files[0] != "-" and os.path.isdir(args.files[0])
                                and not _triton_dir(args.files[0])):
         return _run_many(args)
@@ -87,7 +90,16 @@ def _run_one(args) -> int:
     if entry is not None:
         spec = attrs.evolve(spec, block=spec.block or entry.block_size,
                             dynamic_shared=spec.dynamic_shared or entry.shared)
-    data, name = read_input(args.file)
+    data, name = read_source(args.file, args)
+    from ptxforge.frontends.fatbin import analyze_container, is_fatbin_container
+
+    if isinstance(data, bytes) and is_fatbin_container(data):   # a fatbin or a .so: each entry
+        if args.by != "line":
+            raise UsageError("analyze: --by applies to PTX, not to a fat binary")
+        rep = analyze_container(data, name, spec, kernel=args.kernel,
+                                compile=not args.no_compile, request=request_from_args(args))
+        emit(args, rep.to_dict() if args.json else None, rep.to_text)
+        return EXIT_OK
     if data[:4] == b"\x7fELF":
         from ptxforge.reports.cubin import analyze_cubin
 
@@ -126,6 +138,7 @@ def _run_many(args) -> int:
     spec, request = spec_from_args(args), request_from_args(args)
     opts = dict(spec=spec, request=request, compile=not args.no_compile,
                 strict=not args.lenient, kernel=args.kernel, json=args.json, top=args.top,
+                arch=args.arch, cu_flags=args.cu_flags,
                 by=args.by, summary=True if args.summary else False if args.full else None)
     tasks = []
     for path in args.files:
@@ -162,6 +175,10 @@ def _analyze_file(task: tuple) -> tuple:
                                                 target=o["spec"].target)
             return True, (res.to_dict(o["top"]) if o["json"] else res.to_text(o["top"], o["by"]))
         data, name = read_input(what)
+        if kind == "cu":
+            from ptxforge.frontends.cuda_source import compile_cuda
+
+            data = compile_cuda(data, name, o["arch"], o["cu_flags"])
         if kind == "cubin":
             from ptxforge.reports.cubin import analyze_cubin
 

@@ -1,4 +1,4 @@
-"""``ptxforge check``: a CI gate on register budgets (exit 0 all hold, 1 a violation, 2 bad input).
+"""``ptxforge check``: a CI gate on register budgets (exit 0 all hold, 1 a failure, 2 usage).
 
 Reads PTX files, cubins, folders of them and Triton caches (:mod:`ptxforge.frontends.inputs`),
 checks each kernel against the flags and a TOML budget file
@@ -13,6 +13,7 @@ import sys
 
 from ptxforge.cli.common import (
     EXIT_USAGE,
+    UsageError,
     add_common,
     add_jobs,
     int_range,
@@ -40,7 +41,9 @@ def add(sub) -> None:
                       "(for CI)",
         description="Check every kernel of PTX files, cubins, folders of them or Triton "
                     "caches against budgets. Exit status: 0 every budget holds, 1 a budget "
-                    "fails (or cannot be checked), 2 bad input or usage.")
+                    "fails or cannot be checked (an input that cannot be read, parsed or "
+                    "compiled included), 2 usage (a bad option, no budget, a bad budget "
+                    "file).")
     c.add_argument("paths", nargs="*", metavar="FILE|DIR",
                    help="PTX files, cubins, folders (searched recursively) or Triton caches")
     c.add_argument("--triton-cache", nargs="?", const="", default=None, metavar="DIR",
@@ -71,47 +74,49 @@ def _write(path: str, text: str) -> None:
             fh.write(text)
     except OSError as exc:
         raise PtxforgeError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    sys.stderr.write(f"wrote {path}\n")   # every file a command writes is announced
 
 
 def run(args) -> int:
-    """Run the command; the exit status (0 / 1 / 2)."""
+    """Run the command; the exit status (0 every budget holds; 1 a budget fails, or an input
+    cannot be read, parsed or compiled; 2 usage: a bad option, no budget, a bad budget file)."""
     import json
 
     from ptxforge.frontends import triton_cache
-    from ptxforge.frontends.inputs import collect
+    from ptxforge.frontends.inputs import collect, without_kernels
     from ptxforge.reports.check import Budget, check, load_budget
 
     paths = list(args.paths)
+    if args.triton_cache is not None:
+        paths.append(args.triton_cache or str(triton_cache.default_cache_dir()))
+    if not paths:
+        raise UsageError("nothing to check: give FILE|DIR arguments or --triton-cache")
+    base = Budget(max_registers=args.max_registers,
+                  no_spills=True if args.no_spills else None, max_stack=args.max_stack,
+                  min_occupancy=args.min_occupancy, block=args.block)
     try:
-        if args.triton_cache is not None:
-            paths.append(args.triton_cache or str(triton_cache.default_cache_dir()))
-        if not paths:
-            raise PtxforgeError("check: nothing to check: give FILE|DIR arguments or "
-                                "--triton-cache")
-        base = Budget(max_registers=args.max_registers,
-                      no_spills=True if args.no_spills else None, max_stack=args.max_stack,
-                      min_occupancy=args.min_occupancy, block=args.block)
         budget_file = load_budget(args.budget) if args.budget else None
-        if base.empty and (budget_file is None or (
-                budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
-            raise PtxforgeError("check: no budget to check: give --max-registers, --no-spills, "
-                                "--max-stack, --min-occupancy or --budget FILE.toml")
-        units = collect(paths, spec=spec_from_args(args), jobs=args.jobs)
-        kernels = [f for u in units for f in u.figures]
-        if not kernels:
-            raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
-        report = check(kernels, base, budget_file)
-        if args.sarif:
-            from ptxforge.reports.sarif import sarif_text
-
-            _write(args.sarif, sarif_text(report, args.source_root))
-        if args.junit:
-            from ptxforge.reports.junit import junit_xml
-
-            _write(args.junit, junit_xml(report))
-    except PtxforgeError as exc:  # unreadable, malformed or uncompilable input: bad input
+    except PtxforgeError as exc:  # the gate's own configuration: a usage error
         sys.stderr.write(f"ptxforge: error: {message(exc)}\n")
         return EXIT_USAGE
+    if base.empty and (budget_file is None or (
+            budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
+        raise UsageError("no budget to check: give --max-registers, --no-spills, "
+                         "--max-stack, --min-occupancy or --budget FILE.toml")
+    units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
+                    cu_flags=args.cu_flags)
+    kernels = [f for u in units for f in u.figures]
+    if not kernels:
+        raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
+    report = check(kernels, base, budget_file, without_kernels(units))
+    if args.sarif:
+        from ptxforge.reports.sarif import sarif_text
+
+        _write(args.sarif, sarif_text(report, args.source_root))
+    if args.junit:
+        from ptxforge.reports.junit import junit_xml
+
+        _write(args.junit, junit_xml(report))
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:

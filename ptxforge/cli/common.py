@@ -28,6 +28,8 @@ __all__ = [
     "pair_type",
     "progress_printer",
     "read_input",
+    "read_source",
+    "refuse_compiler_flags",
     "request_from_args",
     "spec_from_args",
 ]
@@ -105,9 +107,11 @@ def pair_type(text: str) -> tuple:
 count_type = int_range(0, None, "count")
 
 
-def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True) -> None:
-    """The options every command shares: --arch, --block, --smem, --kernel, --json, and for
-    commands that compile PTX (``ptx``) --backend, --ptxas, --relocatable."""
+def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True,
+               json: bool = True) -> None:
+    """The options every command shares: --arch, --block, --smem, --kernel, --json (when the
+    command has JSON output), and for commands that compile PTX (``ptx``) --backend, --ptxas,
+    --relocatable."""
     if ptx:
         add_compile_options(sp)
         sp.add_argument("--arch", default=None, type=arch_type(compile_arch),
@@ -132,7 +136,21 @@ def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = T
     if kernel:
         sp.add_argument("--kernel", metavar="NAME",
                         help="analyse only this kernel (default: every .entry)")
-    sp.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    if json:
+        sp.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+
+def refuse_compiler_flags(args, command: str) -> None:
+    """A UsageError when ``--no-compile`` comes with a flag that only says how to compile
+    (``--relocatable``, ``--backend``, ``--ptxas``): nothing would be compiled."""
+    if not getattr(args, "no_compile", False):
+        return
+    given = [flag for flag, on in (("--relocatable", getattr(args, "relocatable", False)),
+                                   ("--backend", getattr(args, "backend", "auto") != "auto"),
+                                   ("--ptxas", getattr(args, "ptxas", None) is not None)) if on]
+    if given:
+        raise UsageError(f"{command}: {' and '.join(given)} say{'s' if len(given) == 1 else ''} "
+                         "how to compile; --no-compile compiles nothing (give one or the other)")
 
 
 def add_jobs(sp) -> None:
@@ -154,6 +172,19 @@ def read_input(path: str) -> tuple:
             return fh.read(), path
     except OSError as exc:
         raise InputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+def read_source(path: str, args) -> tuple:
+    """:func:`read_input`, with a CUDA C++ source (``.cu``) compiled to PTX by NVRTC for
+    ``--arch`` (default sm_80) with ``-lineinfo`` and the flags after ``--``: (bytes or PTX
+    text, display name)."""
+    data, name = read_input(path)
+    from ptxforge.frontends.cuda_source import compile_cuda, is_cuda_source
+
+    if not is_cuda_source(name):
+        return data, name
+    return compile_cuda(data, name, getattr(args, "arch", None),
+                        getattr(args, "cu_flags", ())), name
 
 
 def emit(args, obj, text_fn) -> None:

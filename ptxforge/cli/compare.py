@@ -10,7 +10,8 @@ from ptxforge.cli.common import (
     count_type,
     emit,
     pair_type,
-    read_input,
+    read_source,
+    refuse_compiler_flags,
     request_from_args,
     spec_from_args,
 )
@@ -69,13 +70,14 @@ def run(args) -> int:
     from ptxforge.reports.analyze import analyze_ptx
     from ptxforge.reports.variants import compare_variants
 
+    refuse_compiler_flags(args, "compare")
     if args.file_a == "-" and args.file_b == "-":
         raise UsageError("compare: only one of A and B can be '-' (standard input can be "
                           "read once)")
     pairs = _pairs(args)
     inputs = []
     for i, path in enumerate((args.file_a, args.file_b)):
-        data, name = read_input(path)
+        data, name = read_source(path, args)
         if data[:4] == b"\x7fELF":
             raise InputError(f"{name} is a cubin: compare reads PTX (analyze reads a cubin)")
         inputs.append((data, name, [p[i] for p in pairs] if pairs else args.kernel))
@@ -90,7 +92,7 @@ def run(args) -> int:
     else:
         sides = [analyze_ptx(d, n, spec, kernel=w, **kw) for d, n, w in inputs]
     if pairs:   # the names as the PTX spells them (--pair takes demangled names and prefixes)
-        from ptxforge.reports.names import match_kernel
+        from ptxforge.ptx.names import match_kernel
 
         pairs = [tuple(match_kernel([k.name for k in side.kernels], want, side.file)
                        for side, want in zip(sides, pair)) for pair in pairs]

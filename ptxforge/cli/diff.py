@@ -33,16 +33,18 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Run the command; the exit status."""
-    from ptxforge.frontends.inputs import collect
+    from ptxforge.frontends.inputs import collect, without_kernels
     from ptxforge.reports.diff import diff_figures
 
     if args.markdown and args.json:
         raise UsageError("diff: --markdown and --json are alternatives; give one")
-    sides = []
+    sides, empty = [], []
     for path in (args.old, args.new):
-        units = collect([path], spec=spec_from_args(args), jobs=args.jobs)
+        units = collect([path], spec=spec_from_args(args), jobs=args.jobs,
+                        cu_flags=getattr(args, "cu_flags", ()))
         sides.append([f for u in units for f in u.figures])
-    report = diff_figures(sides[0], sides[1], args.old, args.new)
+        empty += without_kernels(units)
+    report = diff_figures(sides[0], sides[1], args.old, args.new, empty)
     if args.json:
         sys.stdout.write(report.to_json(args.all))
     elif args.markdown:

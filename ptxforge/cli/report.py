@@ -22,7 +22,8 @@ from ptxforge.cli.common import (
     caps_type,
     int_range,
     progress_printer,
-    read_input,
+    read_source,
+    refuse_compiler_flags,
     spec_from_args,
 )
 from ptxforge.errors import PtxforgeError
@@ -44,7 +45,7 @@ def add(sub) -> None:
     r.add_argument("-o", "--output", default="report.html", metavar="HTML|FOLDER",
                    help="where to write the page (default report.html; '-': standard output); "
                         "for several inputs the folder of the pages (default ptxforge-report)")
-    add_common(r)
+    add_common(r, json=False)
     add_jobs(r)
     r.add_argument("--no-compile", action="store_true",
                    help="skip ptxas (and the SASS overlay)")
@@ -110,9 +111,10 @@ def run(args) -> int:
     """Run the command; the exit status."""
     from ptxforge.reports.html import PageOptions, html_report
 
-    if args.json:
-        raise UsageError("report: --json does not apply (the report is HTML; analyze --json "
-                         "gives the figures)")
+    refuse_compiler_flags(args, "report")
+    if args.no_compile and args.sweep:
+        raise UsageError("report: --sweep compiles each kernel at several caps; --no-compile "
+                         "compiles nothing (give one or the other)")
     if (args.caps or args.spill_budget) and not args.sweep:
         raise UsageError("report: --caps and --spill-budget go with --sweep")
     dirs = list(args.source_dir)
@@ -127,7 +129,7 @@ def run(args) -> int:
     if args.file.endswith(".py"):
         source, name = load_python_module(args.file), args.file
     else:
-        source, name = read_input(args.file)
+        source, name = read_source(args.file, args)
     if args.file != "-":
         dirs.append(os.path.dirname(os.path.abspath(args.file)))
     options = PageOptions(sass=not args.no_sass, sweep=args.sweep, caps=args.caps,
@@ -143,6 +145,5 @@ def run(args) -> int:
     except OSError as exc:
         raise InputError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
     progress_printer(args, done=True)
-    sys.stderr.write(f"wrote {args.output} ({len(page.encode()):,} bytes)\n") \
-        if sys.stderr.isatty() else None
+    sys.stderr.write(f"wrote {args.output} ({len(page.encode()):,} bytes)\n")
     return EXIT_OK

@@ -8,7 +8,7 @@ from ptxforge.cli.common import (
     arch_type,
     count_type,
     emit,
-    read_input,
+    read_source,
     request_from_args,
     spec_from_args,
 )
@@ -41,8 +41,8 @@ def run(args) -> int:
     """Run the command; the exit status."""
     from ptxforge.reports.sass import sass_report
 
-    data, name = read_input(args.file)
-    if data[:4] != b"\x7fELF":
+    data, name = read_source(args.file, args)
+    if isinstance(data, bytes) and data[:4] != b"\x7fELF":
         data = data.decode("utf-8", errors="replace")
     res = sass_report(data, spec_from_args(args), kernel=args.kernel, file=name,
                       strict=not args.lenient, request=request_from_args(args))

@@ -16,7 +16,7 @@ from ptxforge.cli.common import (
     emit,
     int_range,
     progress_printer,
-    read_input,
+    read_source,
     request_from_args,
     spec_from_args,
 )
@@ -31,10 +31,10 @@ def add(sub) -> None:
     s.add_argument("file", metavar="FILE.ptx")
     add_common(s)
     s.add_argument("--caps", type=caps_type, default=None,
-                   help="comma-separated caps added to the default ones (the occupancy "
-                        "cliffs down to 24), e.g. 100,56")
+                   help="comma-separated caps to sweep, exactly these, e.g. 255,128,96,64 "
+                        "(default: the occupancy cliffs down to 24)")
     s.add_argument("--only-caps", action="store_true",
-                   help="sweep only the --caps named, not the occupancy cliffs")
+                   help=argparse.SUPPRESS)  # what --caps does now; kept for old scripts
     s.add_argument("--spill-budget", default=0, metavar="BYTES",
                    type=int_range(0, None, "spill budget"),
                    help="also recommend the cap with the most occupancy whose spills "
@@ -48,12 +48,12 @@ def run(args) -> int:
 
     if args.only_caps and not args.caps:
         raise UsageError("sweep: --only-caps needs --caps")
-    data, name = read_input(args.file)
+    data, name = read_source(args.file, args)
     if data[:4] == b"\x7fELF":
         raise InputError(f"{name} is a cubin: sweep recompiles the PTX at each cap; pass the "
                           "PTX (analyze reads a cubin)")
     res = sweep_report(data, name, spec_from_args(args), caps=args.caps,
-                       only_caps=args.only_caps, kernel=args.kernel,
+                       only_caps=bool(args.caps), kernel=args.kernel,
                        request=request_from_args(args), progress=progress_printer(args))
     res = attrs.evolve(res, spill_budget=args.spill_budget)
     progress_printer(args, done=True)

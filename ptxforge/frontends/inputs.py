@@ -1,8 +1,9 @@
 """Files, folders and Triton caches to per-kernel figures: what ``check`` and ``diff`` read.
 
-:func:`collect` takes paths: a ``.ptx`` file, a cubin, a folder (searched recursively for
-``*.ptx`` and ``*.cubin``; a cubin beside a PTX of the same stem is left out, the PTX tells
-more) or a Triton cache (a folder holding ``HASH/NAME.json`` metadata beside ``NAME.ptx``:
+:func:`collect` takes paths: a ``.ptx`` file, a CUDA source (``.cu``, compiled with NVRTC:
+:mod:`ptxforge.frontends.cuda_source`), a cubin, a folder (searched recursively for ``*.ptx``,
+``*.cu`` and ``*.cubin``; a cubin or ``.cu`` beside a PTX of the same stem is left out, the
+PTX tells more) or a Triton cache (a folder holding ``HASH/NAME.json`` metadata beside ``NAME.ptx``:
 each kernel is analysed at its own block size, 32 × num_warps, with its shared memory, see
 :mod:`ptxforge.frontends.triton_cache`).  Each file becomes an :class:`Input` with its
 analysis and :class:`~ptxforge.reports.figures.KernelFigures`.  The figures come from
@@ -27,29 +28,32 @@ import attrs
 
 from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
-from ptxforge.errors import PtxforgeError
+from ptxforge.errors import NoKernelError, PtxforgeError
 from ptxforge.reports.figures import kernel_figures
 
 from . import triton_cache
+from .cuda_source import compile_cuda, is_cuda_source
 
 if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
     from ptxforge.reports.cubin import CubinReport
 
-__all__ = ["Input", "collect", "expand"]
+__all__ = ["Input", "collect", "expand", "without_kernels"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
 class Input:
     """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
     relative to the folder it was found in (``rel``), the analysis (None when the file was
-    analysed in a worker process) and the figures."""
+    analysed in a worker process) and the figures; ``no_kernel`` for PTX that holds only
+    globals or declarations (no figures: listed by ``check`` and ``diff``, not an error)."""
 
     path: str
     kind: str
     rel: str
     analysis: Union[ModuleAnalysis, CubinReport, None] = attrs.field(eq=False, repr=False)
     figures: tuple = attrs.field(eq=False, repr=False)
+    no_kernel: bool = False
 
 
 def _is_cubin(path: pathlib.Path) -> bool:
@@ -65,7 +69,8 @@ def expand(path) -> list:
     docstring); PtxforgeError for a path that does not exist or holds nothing to analyse."""
     p = pathlib.Path(path)
     if p.is_file():
-        return [("cubin" if _is_cubin(p) else "ptx", str(p), p.name)]
+        kind = "cubin" if _is_cubin(p) else "cu" if is_cuda_source(p) else "ptx"
+        return [(kind, str(p), p.name)]
     if not p.is_dir():
         raise PtxforgeError(f"{str(path)!r}: no such file or directory (expected PTX, a "
                             "cubin, a folder of them or a Triton cache)")
@@ -79,12 +84,14 @@ def expand(path) -> list:
             continue
         if f.suffix == ".ptx":
             out.append(("ptx", str(f), os.path.relpath(f, p)))
+        elif f.suffix == ".cu" and not f.with_suffix(".ptx").is_file():  # its PTX tells more
+            out.append(("cu", str(f), os.path.relpath(f, p)))
         elif f.suffix == ".cubin" or (f.suffix == "" and _is_cubin(f)):
             if f.with_suffix(".ptx").is_file():
                 continue
             out.append(("cubin", str(f), os.path.relpath(f, p)))
     if not out:
-        raise PtxforgeError(f"{str(path)!r} holds no .ptx, .cubin or Triton cache entry")
+        raise PtxforgeError(f"{str(path)!r} holds no .ptx, .cu, .cubin or Triton cache entry")
     return out
 
 
@@ -97,7 +104,7 @@ def _read(path: str) -> bytes:
 
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
-         jobs: Optional[int] = 1) -> Input:
+         cu_flags: Sequence[str] = (), jobs: Optional[int] = 1) -> Input:
     from ptxforge.reports.analyze import RunOptions, analyze_ptx
     from ptxforge.reports.cubin import analyze_cubin
 
@@ -109,24 +116,42 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
     if kind == "cubin":
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
-    text = data.decode("utf-8", errors="replace")
-    res = analyze_ptx(text, what, spec, compile=compile, run=RunOptions(jobs=jobs))
+    text = (compile_cuda(data, what, spec.target, cu_flags) if kind == "cu"
+            else data.decode("utf-8", errors="replace"))
+    try:
+        res = analyze_ptx(text, what, spec, compile=compile, run=RunOptions(jobs=jobs))
+    except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
+        return Input(path=what, kind=kind, rel=rel, analysis=None, figures=(), no_kernel=True)
     return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
 
 
+def without_kernels(units: Sequence) -> list:
+    """The paths of the :class:`Input` s that hold no kernel (PTX of globals only), in order.
+
+    Example::
+
+        >>> without_kernels(collect(["build/"]))   # doctest: +SKIP
+        ['build/constants.ptx']
+    """
+    return [u.path for u in units if u.no_kernel]
+
+
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
-            compile: bool = True, jobs: Optional[int] = 1) -> tuple:
+            compile: bool = True, jobs: Optional[int] = 1,
+            cu_flags: Sequence[str] = ()) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
     PTX's ``.target``; its block None each kernel's own launch bounds (Triton: 32 ×
     num_warps), else 256.  Raises PtxforgeError (with the file) for unreadable, malformed or
     uncompilable input.  ``jobs`` above 1 (None: the cores) analyses the files in that many
-    worker processes; their Inputs then carry the figures only (``analysis`` is None)."""
+    worker processes; their Inputs then carry the figures only (``analysis`` is None).
+    A ``.cu`` source is compiled with NVRTC for the spec's target (default sm_80) with
+    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
-    tasks = [(kind, what, rel, spec, compile) for path in paths
+    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
         return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from ptxforge.errors import LaunchError
 from ptxforge.ptx import ir
 from ptxforge.ptx.layout import var_size
+from ptxforge.ptx.names import lookup
 
 from .args import HostArg, ScalarArg, bind_args, check_launch_dims, pack_param_buffer
 from .buffers import host_buffers, symbol_array, symbol_bytes
@@ -61,7 +62,10 @@ class EmulatedModule:
         return tuple(self.image.signatures)
 
     def kernel(self, name: str, params: Optional[Sequence[ir.Param]] = None) -> "EmulatedKernel":
-        """The kernel ``name``; ``params`` gives its signature when the source carries none."""
+        """The kernel ``name`` (mangled, demangled or an unambiguous prefix:
+        :func:`~ptxforge.ptx.names.lookup`); ``params`` gives its signature when the source
+        carries none."""
+        name = lookup(tuple(self.image.signatures), name, "this module", LaunchError)
         if params is None:
             if name not in self.image.signatures:
                 known = ", ".join(self.image.signatures) or "none"
@@ -73,7 +77,11 @@ class EmulatedModule:
         return self.kernel(name)
 
     def __contains__(self, name: str) -> bool:
-        return name in self.image.signatures
+        try:
+            return lookup(tuple(self.image.signatures), name, "", LaunchError) in \
+                self.image.signatures
+        except LaunchError:
+            return False
 
     def _variable(self, name: str) -> tuple:
         emu = self.emulator

@@ -30,6 +30,7 @@ import attrs
 
 from ptxforge.errors import DeviceError, LaunchError
 from ptxforge.ptx import ir
+from ptxforge.ptx.names import lookup
 
 from .args import (
     BoundArg,
@@ -146,9 +147,13 @@ class LoadedModule:
         return tuple(self.image.signatures)
 
     def kernel(self, name: str, params: Optional[Sequence[ir.Param]] = None) -> "LoadedKernel":
-        """The kernel ``name``; ``params`` gives its signature when the image carries none."""
+        """The kernel ``name`` (mangled, demangled or an unambiguous prefix:
+        :func:`~ptxforge.ptx.names.lookup`); ``params`` gives its signature when the image
+        carries none."""
         if self._unloaded:
             raise DeviceError("this module has been unloaded")
+        name = lookup(tuple(self.image.signatures), name, "this module", LaunchError,
+                      missing_ok=True)   # an unknown name: the messages below say more
         if params is None and name in self._kernels:
             return self._kernels[name]
         if params is None:
@@ -168,7 +173,11 @@ class LoadedModule:
         return self.kernel(name)
 
     def __contains__(self, name: str) -> bool:
-        return name in self.image.signatures
+        try:
+            return lookup(tuple(self.image.signatures), name, "", LaunchError) in \
+                self.image.signatures
+        except LaunchError:
+            return False
 
     def _global(self, name: str) -> tuple[int, int]:
         """(device address, size) of a module variable (``cuModuleGetGlobal``)."""

@@ -25,9 +25,10 @@ Example::
 
 from __future__ import annotations
 
+import re
 from typing import Optional, overload
 
-__all__ = ["demangle", "demangle_function", "display_name", "full_name"]
+__all__ = ["demangle", "demangle_function", "display_name", "full_name", "numba_name"]
 
 
 @overload
@@ -39,14 +40,15 @@ def display_name(name: Optional[str]) -> Optional[str]: ...
 
 
 def display_name(name: Optional[str]) -> Optional[str]:
-    """A short demangled name (no parameter list) for reports, None for None.
+    """A short demangled name (no parameter list) for reports, None for None; a numba
+    kernel's Python name (:func:`numba_name`).
 
     Example::
 
         >>> display_name("_Z6helperPKdll"), display_name("k_simple"), display_name(None)
         ('helper', 'k_simple', None)
     """
-    return None if name is None else demangle_function(name)
+    return None if name is None else numba_name(name) or demangle_function(name)
 
 
 @overload
@@ -58,14 +60,21 @@ def full_name(name: Optional[str]) -> Optional[str]: ...
 
 
 def full_name(name: Optional[str]) -> Optional[str]:
-    """The full demangled name, parameters included (unmangled names unchanged; None for None).
+    """The full demangled name, parameters included (unmangled names unchanged; None for None;
+    a numba kernel's Python name, :func:`numba_name`, then its parameter types).
 
     Example::
 
         >>> full_name("_Z2sciii")
         'sc(int, int, int)'
     """
-    return None if name is None else demangle(name)
+    if name is None:
+        return None
+    py = numba_name(name)
+    if py is not None:   # the Python name, then numba's parameter types
+        full, short = demangle(name), demangle_function(name)
+        return py + full[len(short):] if full.startswith(short) else py
+    return demangle(name)
 
 
 def demangle(name: str) -> str:
@@ -102,3 +111,34 @@ def _run(name: str, short: bool) -> str:
     if len(_MEMO) < 65536:
         _MEMO[key] = text
     return text
+
+
+# numba's tags: [abi:v1] (the overload's version) and [abi:cw51…] (the target's flags)
+_ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
+_NUMBA = re.compile(r"\[abi:v\d+\]")
+_ESCAPE = re.compile(r"_([0-9a-f]{2})")
+
+
+def numba_name(name: str) -> Optional[str]:
+    """The Python function's dotted name (module, then qualified name) of a numba-mangled
+    kernel name (numba writes ``module::qualname`` with ABI tags and ``_XX`` for characters
+    an identifier cannot hold); None for any other name.
+
+    Example::
+
+        >>> numba_name("_ZN2nb3Ops5inner12_3clocals_3e5scaleB2v2B4cw51E5ArrayIfLi1E1A7mutable7alignedE")
+        'nb.Ops.inner.<locals>.scale'
+        >>> numba_name("_Z3fooPf") is None
+        True
+    """
+    if not name.startswith("_ZN"):
+        return None
+    short = demangle_function(name)
+    if not _NUMBA.search(short):
+        return None
+    bare = _ABI_TAG.sub("", short)
+
+    def unescape(m: re.Match) -> str:
+        ch = chr(int(m.group(1), 16))
+        return m.group(0) if ch.isalnum() or ch == "_" else ch
+    return ".".join(_ESCAPE.sub(unescape, part) for part in bare.split("::"))

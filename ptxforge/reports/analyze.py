@@ -76,7 +76,7 @@ from ptxforge.analysis.pressure import PressureReport
 from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
-from ptxforge.errors import PtxforgeError, UnsupportedError
+from ptxforge.errors import NoKernelError, PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.ptx.parse import parse
@@ -89,8 +89,9 @@ if TYPE_CHECKING:  # the compile machinery is imported when something is compile
 
     from .analyze_compile import CompiledResult, SassGaps
     from .gap import Gap
+from ptxforge.ptx.names import match_kernels
+
 from .estimate import Comparison, Estimate, compare_with_ptxas
-from .names import match_kernels
 from .peak import peak_groups
 from .resources import (
     DEFAULT_BLOCK,
@@ -123,11 +124,6 @@ __all__ = [
 ]
 
 SCHEMA = "ptxforge.analyze/1"
-
-
-class NoKernelError(PtxforgeError):
-    """A module with nothing to analyse: no ``.entry`` and no ``.func`` with a body (a file
-    of globals, as real build folders have)."""
 
 
 def check_target(target: Union[str, int], *, compile: bool = True) -> str:

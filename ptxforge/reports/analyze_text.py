@@ -282,22 +282,29 @@ def _sass_peak_lines(k: "KernelAnalysis", top: int) -> list:
             *table(("registers", "source"), rows, {0}, width=100)]
 
 
-def prediction_lines(pred, live: int, ptxas=None) -> list:
+def prediction_lines(pred, live: int, ptxas=None, mode: Optional[str] = None) -> list:
     """The prediction of ptxas's count and its components, beside the live count (and
-    ptxas's count when compiled); [] without a prediction."""
+    ptxas's count when compiled); [] without a prediction.  For a relocatable build
+    (``mode``) the line says which build the prediction is for (one without ``-rdc``) and
+    names the model alone."""
     if pred is None:
         return []
-    beside = f"; live count {live}" + (f"; ptxas {ptxas} ({ptxas - pred.registers:+d})"
+    rdc = mode == "relocatable"
+    what = "relocatable ptxas" if rdc else "ptxas"
+    beside = f"; live count {live}" + (f"; {what} {ptxas} ({ptxas - pred.registers:+d})"
                                        if ptxas is not None else "")
+    model = pred.model.split(" (", 1)[0] if rdc else pred.model
     rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, c.detail)
             for k, c in enumerate(pred.components)]
     return [*wrap(f"predicted ptxas count: {pred.registers} registers (likely {pred.low}-"
-                  f"{pred.high}){beside}; {pred.model}"),
+                  f"{pred.high}{', for a build without -rdc' if rdc else ''}){beside}; {model}"),
             *table(("registers", "component", "why"), rows, {0}, width=100, wrap_last=True)]
 
 
-def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
-    """One kernel's section of the ``analyze`` report."""
+def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line",
+                  mode: Optional[str] = None) -> str:
+    """One kernel's section of the ``analyze`` report (``mode``: the build's, as
+    :func:`prediction_lines` takes it)."""
     mix, r, s = k.mix, k.pressure, k.stats
     lines = [*_title(k),
              *wrap(f"{_plural(mix.instructions, 'instruction')}; virtual registers: "
@@ -319,7 +326,10 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line") -> str:
         over = k.over_limit if s is None else 0
         lines += _para(cliff_line(k.cliffs, over)
                        + (" (at ptxas's count)" if s else "" if over else " (at the estimate)"))
-    lines += prediction_lines(k.prediction, k.pressure.peak.units, s.registers if s else None)
+    lines += prediction_lines(k.prediction, k.pressure.peak.units, s.registers if s else None,
+                              mode)
+    if k.mode_note:   # relocatable: how far from whole-program, and the helper calls why
+        lines += wrap(k.mode_note)
     if k.over_limit:
         lines += wrap(f"warning: {k.notes()[0]}")
     cmp = k.comparison
@@ -514,7 +524,7 @@ def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",
     if summary or auto:
         return out
     for k in m.kernels:
-        out += "\n" + render_kernel(k, top, by)
+        out += "\n" + render_kernel(k, top, by, getattr(m, "mode", None))
     return out
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Optional
 
 import attrs
 
-from ptxforge._text import short_loc, table, wrap
+from ptxforge._text import short_loc, short_path, table, wrap
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name, full_name
 
@@ -328,6 +328,7 @@ class CheckReport:
     kernels: tuple
     unmatched: tuple = ()
     budget_file: Optional[str] = None
+    no_kernel: tuple = ()        # files that hold no kernel (PTX of globals only)
 
     @property
     def failures(self) -> tuple:
@@ -345,7 +346,8 @@ class CheckReport:
                 "budget_file": self.budget_file,
                 "kernels": [k.to_dict() for k in self.kernels],
                 "findings": [f.to_dict() for f in self.findings],
-                "unmatched_patterns": list(self.unmatched)}
+                "unmatched_patterns": list(self.unmatched),
+                "files_without_kernels": list(self.no_kernel)}
 
     def to_text(self) -> str:
         """The readable report: a table of kernels, then each failure, then the verdict."""
@@ -384,11 +386,21 @@ class CheckReport:
                               else f"{f.rule}: {f.message}")
         for p in self.unmatched:
             lines.append(f"note: budget pattern {p!r} matches no kernel")
+        if self.no_kernel:
+            lines += ["", *wrap(f"no kernel in {len(self.no_kernel)} "
+                                f"file{'s' if len(self.no_kernel) != 1 else ''} (globals only, "
+                                "nothing to check): "
+                                + ", ".join(short_path(p, 60) for p in self.no_kernel))]
         n = len(self.kernels)
         lines += ["", f"{len(fails)} of {len(self.findings)} checks failed on {n} kernel"
                   f"{'s' if n != 1 else ''}" if fails else
-                  f"all {len(self.findings)} checks hold on {n} kernel{'s' if n != 1 else ''}"]
+                  _holds(len(self.findings)) + f" on {n} kernel{'s' if n != 1 else ''}"]
         return "\n".join(lines) + "\n"
+
+
+def _holds(n: int) -> str:
+    """``the 1 check holds`` / ``all 3 checks hold``."""
+    return "the 1 check holds" if n == 1 else f"all {n} checks hold"
 
 
 def _where(k) -> Optional[str]:
@@ -400,9 +412,10 @@ def _where(k) -> Optional[str]:
 
 
 def check(kernels: Sequence, base: Budget = Budget(),
-          budget_file: Optional[BudgetFile] = None) -> CheckReport:
+          budget_file: Optional[BudgetFile] = None, no_kernel: Sequence = ()) -> CheckReport:
     """Check every kernel's figures (:class:`~ptxforge.reports.figures.KernelFigures`)
-    against ``base`` (the command line's limits) refined by ``budget_file``."""
+    against ``base`` (the command line's limits) refined by ``budget_file``; ``no_kernel``
+    names the files read that hold no kernel (the report lists them)."""
     findings = []
     names = []
     for k in kernels:
@@ -412,4 +425,5 @@ def check(kernels: Sequence, base: Budget = Budget(),
         findings += _evaluate(k, b)
     unmatched = budget_file.unmatched(names) if budget_file is not None else ()
     return CheckReport(findings=tuple(findings), kernels=tuple(kernels), unmatched=unmatched,
-                       budget_file=budget_file.path if budget_file is not None else None)
+                       budget_file=budget_file.path if budget_file is not None else None,
+                       no_kernel=tuple(no_kernel))

@@ -213,12 +213,11 @@ def analyze_cubin(data: bytes, file: str = "<cubin>",
         tgt = given
     kernels = [k for k in info.kernels if is_entry(k)]
     functions = tuple(k.name for k in info.kernels if not is_entry(k))
-    if kernel is not None:
-        chosen = [k for k in kernels if k.name == kernel]
-        if not chosen:
-            raise PtxforgeError(f"no kernel named {kernel!r} in {file}; it has: "
-                                f"{', '.join(k.name for k in kernels) or 'none'}")
-        kernels = chosen
+    if kernel is not None:   # mangled, demangled or a prefix: the one lookup (ptx.names)
+        from ptxforge.ptx.names import match_kernel
+
+        found = match_kernel([k.name for k in kernels], kernel, file)
+        kernels = [k for k in kernels if k.name == found]
     unknown = unknown_arch_reason(tgt)
     out = []
     for k in kernels:

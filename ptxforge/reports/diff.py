@@ -33,7 +33,7 @@ from typing import Optional
 
 import attrs
 
-from ptxforge._text import WIDTH, short_path, table
+from ptxforge._text import WIDTH, short_path, table, wrap
 from ptxforge.ptx.demangle import display_name
 
 from .figures import KernelFigures
@@ -96,7 +96,7 @@ _COLUMNS = (("registers", ("registers",)), ("spill st/ld", ("spill_stores", "spi
 
 
 #: The fields whose cell adds ``(+N)`` to ``old → new``.
-_DELTAS = ("registers", "estimate", "prediction")
+_DELTAS = ("registers", "stack", "occupancy", "estimate", "prediction")
 
 
 def _delta(field: str, a, b) -> str:
@@ -137,6 +137,7 @@ class DiffReport:
     old: str
     new: str
     rows: tuple
+    no_kernel: tuple = ()        # files of either build that hold no kernel (globals only)
 
     @property
     def changed(self) -> tuple:
@@ -160,11 +161,20 @@ class DiffReport:
         """JSON-ready dict (``schema`` ``ptxforge.diff/1``)."""
         return {"schema": "ptxforge.diff/1", "old": self.old, "new": self.new,
                 "changed": len(self.changed), "kernels": len(self.rows),
-                "rows": [r.to_dict() for r in self._shown(all)]}
+                "rows": [r.to_dict() for r in self._shown(all)],
+                "files_without_kernels": list(self.no_kernel)}
 
     def to_json(self, all: bool = False) -> str:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(all), indent=2, ensure_ascii=False) + "\n"
+
+    def _no_kernel_note(self, width: int = 60) -> list:
+        """``no kernel in N files (globals only): …`` (nothing when every file has one)."""
+        if not self.no_kernel:
+            return []
+        n = len(self.no_kernel)
+        return wrap(f"no kernel in {n} file{'s' if n != 1 else ''} (globals only): "
+                    + ", ".join(short_path(p, width) for p in self.no_kernel))
 
     def _summary(self) -> str:
         n, c = len(self.rows), len(self.changed)
@@ -179,7 +189,7 @@ class DiffReport:
         one = f"{paths}: {self._summary()}"
         head = [one] if len(one) <= WIDTH else [f"{paths}:", f"  {self._summary()}"]
         if not rows:
-            return "\n".join(head) + "\n"
+            return "\n".join(head + self._no_kernel_note()) + "\n"
         cols = self._columns(rows, all)
         short = {"estimate": "est.", "prediction": "pred."} if len(cols) > 5 else {}
         header = ("kernel", *(short.get(t, t) for t, _ in cols))
@@ -193,12 +203,15 @@ class DiffReport:
                 break
         room = max(16, WIDTH - rest - max(map(len, tags)))
         labels = [n + t for n, t in zip(short_labels(names, room), tags)]
-        return "\n".join(head + table(header, [(n, *b) for n, b in zip(labels, body)])) + "\n"
+        return "\n".join(head + table(header, [(n, *b) for n, b in zip(labels, body)])
+                         + self._no_kernel_note()) + "\n"
 
     def to_markdown(self, all: bool = False) -> str:
         """A GitHub-flavoured Markdown table for a pull-request comment."""
         rows = self._shown(all)
         lines = [f"**ptxforge diff**: {self._summary()}", ""]
+        if self.no_kernel:
+            lines[1:1] = ["", " ".join(self._no_kernel_note(1000))]
         if not rows:
             return "\n".join(lines)
         cols = self._columns(rows, all)
@@ -212,8 +225,9 @@ class DiffReport:
 
 
 def diff_figures(old: Sequence, new: Sequence, old_name: str = "old",
-                 new_name: str = "new") -> DiffReport:
-    """Pair the kernels of two builds by :func:`match_keys` and compare :data:`FIELDS`."""
+                 new_name: str = "new", no_kernel: Sequence = ()) -> DiffReport:
+    """Pair the kernels of two builds by :func:`match_keys` and compare :data:`FIELDS`;
+    ``no_kernel`` names the files of either build that hold no kernel (listed)."""
     olds = dict(zip(match_keys(old), old))
     news = dict(zip(match_keys(new), new))
     rows = []
@@ -229,4 +243,4 @@ def diff_figures(old: Sequence, new: Sequence, old_name: str = "old",
                                 changes=changes))
     rows += [KernelDelta(key=key, old=a, new=None, status="removed")
              for key, a in olds.items() if key not in news]
-    return DiffReport(old=old_name, new=new_name, rows=tuple(rows))
+    return DiffReport(old=old_name, new=new_name, rows=tuple(rows), no_kernel=tuple(no_kernel))

@@ -53,6 +53,7 @@ from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.demangle import display_name, full_name
+from ptxforge.ptx.names import match_kernel
 from ptxforge.toolchain.compile import CompileRequest, KernelStats
 from ptxforge.toolchain.sass import SassFunction, SassLiveness, sass_liveness
 from ptxforge.toolchain.sass_flow import code_spans
@@ -60,7 +61,7 @@ from ptxforge.toolchain.sass_spills import spills_by_line
 
 from .estimate import Estimate
 from .gap import Gap, explain_gap
-from .names import match_kernel, short_labels
+from .names import short_labels
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import KernelTrace, PtxLines, trace_kernel
@@ -274,7 +275,8 @@ class SassReport:
         return json.dumps(self.to_dict(top), indent=indent, sort_keys=True, ensure_ascii=False)
 
     def to_text(self, top: int = 10) -> str:
-        via = f"ptxas via {self.backend}; " if self.backend else ""
+        via = (("ptxas; " if self.backend == "ptxas" else f"ptxas via {self.backend}; ")
+               if self.backend else "")
         head = [*wrap(f"{short_path(self.file, 48)}: {self.arch}; {via}nvdisasm "
                       f"{self.sass.version}"), ""]
         names = [display_name(k.name) for k in self.kernels]

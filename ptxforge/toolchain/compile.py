@@ -289,10 +289,20 @@ class Compiled:
         return parse_ptxas_log(self.log)
 
     def __getitem__(self, name: str) -> KernelStats:
+        """The kernel ``name``: mangled, demangled, or an unambiguous prefix
+        (:func:`~ptxforge.ptx.names.match_kernel`); a :class:`KernelNameError` (a KeyError)
+        when none or several answer."""
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise KeyError(f"no kernel {name!r}; compiled kernels: {[k.name for k in self.kernels]}")
+        from ptxforge.errors import KernelNameError
+        from ptxforge.ptx.names import lookup
+
+        names = [k.name for k in self.kernels]
+        found = lookup(names, name, "the compiled module", KernelNameError)
+        if found not in names:
+            raise KernelNameError(f"no kernel {name!r} in the compiled module (it has none)")
+        return next(k for k in self.kernels if k.name == found)
 
     def __iter__(self):
         return iter(self.kernels)

@@ -10,7 +10,8 @@ import pytest
 
 from ptxforge._text import short_loc, short_path
 from ptxforge.errors import PtxforgeError
-from ptxforge.reports.names import match_kernel, short_labels
+from ptxforge.ptx.names import match_kernel
+from ptxforge.reports.names import short_labels
 from ptxforge.reports.occupancy_sweep import recommend_cap
 from ptxforge.toolchain.sweep import Sweep, SweepRow
 
