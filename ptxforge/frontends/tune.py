@@ -22,7 +22,7 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge._text import table, wrap
+from ptxforge._text import short_path, table, wrap
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name
@@ -84,7 +84,7 @@ class TuneReport:
 
     def to_text(self) -> str:
         """Per kernel, one line per combination: registers, spills, stack, occupancy."""
-        out = wrap(f"{self.file}: {len(self.rows)} kernel builds over "
+        out = wrap(f"{short_path(self.file, 40)}: {len(self.rows)} kernel builds over "
                    f"{', '.join(self.names)} for {self.arch}")
         kernels = list(dict.fromkeys(display_name(r.figures.name) for r in self.rows))
         for k in kernels:

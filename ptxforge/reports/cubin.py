@@ -30,7 +30,7 @@ from typing import Optional, Union
 
 import attrs
 
-from ptxforge._text import clip, table, wrap
+from ptxforge._text import clip, short_path, table, wrap
 from ptxforge.arch.occupancy import (
     KernelLimits,
     Occupancy,
@@ -141,7 +141,7 @@ class CubinReport:
     def to_text(self) -> str:
         from .analyze_text import cliff_line, percent  # noqa: F401 (text helpers)
 
-        lines = [*wrap(f"{self.file}: cubin for {self.arch}; "
+        lines = [*wrap(f"{short_path(self.file, 40)}: cubin for {self.arch}; "
                        f"{self.block_size} threads/block unless a kernel declares its own"
                        + (f", {self.dynamic_shared:,} bytes dynamic shared"
                           if self.dynamic_shared else "")

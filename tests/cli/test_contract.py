@@ -103,7 +103,7 @@ def test_check_counts_its_checks_in_words(capsys, build):
 # --- a 200-character path does not change how sentences wrap ------------------------------------
 
 def _deep(root, build):
-    deep = root
+    deep = root / ("folder_of_kernels_" + "x" * 20)   # one level at least: the root may be long
     while len(str(deep)) < 200:
         deep = deep / ("folder_of_kernels_" + "x" * 20)
     deep.mkdir(parents=True)

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from ptxforge import KernelBuilder
+from ptxforge._text import short_path
 from ptxforge.arch.occupancy import register_cliffs
 from ptxforge.ptx import types as T
 from ptxforge.ptx.demangle import display_name, full_name
@@ -204,7 +205,7 @@ def test_analyze_reads_a_cubin(capsys, files, tmp_path):
         assert k["occupancy"]["blocks_per_sm"] == blocks_per_sm(k["registers"], 256,
                                                                 shared=s.shared)[0]
     code, out, err = run(capsys, "analyze", path)
-    assert code == 0 and out.startswith(f"{path}: cubin for sm_80") and "\x7fELF" not in out
+    assert code == 0 and out.startswith(f"{short_path(str(path), 40)}: cubin for sm_80") and "\x7fELF" not in out
     code, out, err = run(capsys, "analyze", path, "--by", "callsite")
     assert code == 2 and "apply to PTX, not to a cubin" in err
     code, out, err = run(capsys, "analyze", path, "--arch", "sm_90")
