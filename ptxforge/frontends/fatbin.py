@@ -8,7 +8,9 @@ payload size; the arch as ``major * 10 + minor``; flags, ``0x2000`` / ``0x8000``
 LZ4 / zstd-compressed payload; the uncompressed size) and the payload.  :func:`entries` reads
 them without running anything; a compressed payload (nvcc compresses PTX with zstd by
 default) is listed with ``data`` None, since the standard library cannot inflate it:
-``nvcc --compress-mode=none`` or ``cuobjdump -xptx`` give it plain.
+``nvcc --compress-mode=none`` or ``cuobjdump -xptx`` give it plain.  A wheel (a zip) is
+read member by member: every shared library, object, cubin or fat binary in it that holds
+CUDA code gives its entries, each naming the member (``pkg/_ops.so``).
 
 Example::
 
@@ -18,7 +20,10 @@ Example::
 
 from __future__ import annotations
 
+import io
+import re
 import struct
+import zipfile
 from typing import Optional
 
 import attrs
@@ -30,6 +35,9 @@ __all__ = ["FATBIN_MAGIC", "ContainerReport", "FatbinEntry", "analyze_container"
 
 #: The first four bytes of a fat binary (little-endian).
 FATBIN_MAGIC = 0xBA55ED50
+_ZIP = b"PK\x03\x04"                # a wheel is a zip archive
+#: Files of a wheel that may hold CUDA code: shared libraries, objects, cubins, fat binaries.
+_BINARY = re.compile(r"\.(so(\.[\d.]+)?|o|pyd|dll|cubin|fatbin)$")
 _EM_CUDA = 190                      # e_machine of a cubin
 _COMPRESSED = {0x2000: "LZ4", 0x8000: "zstd"}
 
@@ -45,6 +53,7 @@ class FatbinEntry:
     index: int
     data: Optional[object] = attrs.field(repr=False)
     compressed: Optional[str] = None
+    member: Optional[str] = None    # the file inside a wheel (zip) it came from
 
 
 def is_cuda_elf(data: bytes) -> bool:
@@ -68,6 +77,8 @@ def is_fatbin_container(data: bytes) -> bool:
         True
     """
     if len(data) >= 16 and struct.unpack_from("<I", data, 0)[0] == FATBIN_MAGIC:
+        return True
+    if data[:4] == _ZIP:   # a wheel (or any zip): its binaries are looked at by entries()
         return True
     return data[:4] == b"\x7fELF" and not is_cuda_elf(data) and _section(data) is not None
 
@@ -138,6 +149,8 @@ def entries(data: bytes) -> list:
         ...
         ptxforge.errors.PtxforgeError: expected a fat binary (magic 0xBA55ED50) or an ELF file with a .nv_fatbin section; got neither
     """
+    if data[:4] == _ZIP:
+        return _archive_entries(data)
     blob = data
     if data[:4] == b"\x7fELF" and not is_cuda_elf(data):
         found = _section(data)
@@ -157,6 +170,37 @@ def entries(data: bytes) -> list:
     return out
 
 
+def _archive_entries(data: bytes) -> list:
+    """The entries of every CUDA binary in a wheel (a zip): each member that is a host ELF
+    with a ``.nv_fatbin`` section, a fat binary or a cubin, in name order; each entry keeps
+    the member's name.  PtxforgeError when the archive cannot be read or holds none."""
+    from ptxforge.toolchain.cubin import read_cubin
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise PtxforgeError(f"expected a wheel (a zip archive): {exc}") from None
+    out: list = []
+    with archive:
+        for info in sorted(archive.infolist(), key=lambda i: i.filename):
+            if info.is_dir() or not _BINARY.search(info.filename):
+                continue
+            blob = archive.read(info)
+            if is_cuda_elf(blob):
+                found = [FatbinEntry(kind="cubin", arch=f"sm_{read_cubin(blob).sm}", index=0,
+                                     data=blob)]
+            elif blob[:4] != _ZIP and is_fatbin_container(blob):
+                found = entries(blob)
+            else:
+                continue
+            out += [attrs.evolve(e, index=len(out) + i, member=info.filename)
+                    for i, e in enumerate(found)]
+    if not out:
+        raise PtxforgeError("the archive holds no CUDA code: no shared library with a "
+                            ".nv_fatbin section, no cubin and no fat binary in it")
+    return out
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class ContainerReport:
     """Every entry of a fat binary (or ``.so``) analysed: ``(entry, report)`` pairs (a
@@ -172,9 +216,10 @@ class ContainerReport:
         """JSON-ready dict (``schema`` ``ptxforge.fatbin/1``)."""
         return {"schema": "ptxforge.fatbin/1", "file": self.file,
                 "entries": [{"index": e.index, "kind": e.kind, "arch": e.arch,
-                             "report": r.to_dict()} for e, r in self.analysed],
-                "skipped": [{"index": e.index, "kind": e.kind, "arch": e.arch, "why": why}
-                            for e, why in self.skipped]}
+                             "member": e.member, "report": r.to_dict()}
+                            for e, r in self.analysed],
+                "skipped": [{"index": e.index, "kind": e.kind, "arch": e.arch,
+                             "member": e.member, "why": why} for e, why in self.skipped]}
 
     def to_text(self) -> str:
         """Each entry's report in turn, then one line per entry not analysed."""
@@ -186,7 +231,9 @@ class ContainerReport:
                 f" ({plural(kinds.count('cubin'), 'cubin')}, {kinds.count('ptx')} PTX); "
                 f"{len(self.analysed)} analysed\n")
         body = "\n".join(r.to_text() for _, r in self.analysed)
-        tail = "".join(f"entry {e.index} ({e.kind}, {e.arch}): {why}\n" for e, why in self.skipped)
+        tail = "".join(f"entry {e.index} ({e.kind}, {e.arch}"
+                       + (f", {e.member}" if e.member else "") + f"): {why}\n"
+                       for e, why in self.skipped)
         return head + "\n" + body + ("\n" + tail if tail else "")
 
 
@@ -217,7 +264,7 @@ def analyze_container(data: bytes, file: str, spec, *, kernel: Optional[str] = N
             skipped.append((e, f"{e.compressed}-compressed, not read (build with nvcc "
                                "--compress-mode=none, or extract it with cuobjdump -xptx)"))
             continue
-        label = f"{file}#{e.index}:{e.kind}:{e.arch}"
+        label = (f"{file}!{e.member}" if e.member else file) + f"#{e.index}:{e.kind}:{e.arch}"
         at = attrs.evolve(spec, target=e.arch)
         rep: object
         try:

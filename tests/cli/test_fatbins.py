@@ -116,3 +116,30 @@ def test_a_malformed_container_is_one_line(capsys, tmp_path, built):
     cut.write_bytes(fat.read_bytes()[:400])
     code, out, err = run(capsys, "analyze", cut)
     assert code == 1 and out == "" and "truncated" in err and len(err.splitlines()) == 1
+
+
+def test_a_wheel_lists_every_kernel_of_its_libraries(capsys, built, tmp_path):
+    """A wheel holding a CUDA extension (the .so built above) beside pure-Python files: the
+    same kernels and figures as the .so itself, each entry naming its member."""
+    import zipfile
+
+    _, _, lib, stats = built
+    wheel = tmp_path / "kernels-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("kernels/__init__.py", "from ._ops import *\n")
+        zf.write(lib, "kernels/_ops.cpython-311-x86_64-linux-gnu.so")
+        zf.writestr("kernels-1.0.dist-info/METADATA", "Name: kernels\nVersion: 1.0\n")
+    code, out, err = run(capsys, "analyze", wheel, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    cubins = _kernels(doc, "cubin")
+    assert set(cubins) == set(stats)
+    for key, k in cubins.items():
+        assert (k["registers"], k["stack"]) == stats[key], key
+    assert {e["member"] for e in doc["entries"]} == {
+        "kernels/_ops.cpython-311-x86_64-linux-gnu.so"}
+    empty = tmp_path / "pure-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as zf:
+        zf.writestr("pure/__init__.py", "")
+    code, out, err = run(capsys, "analyze", empty)
+    assert code == 1 and out == "" and "no CUDA code" in err and len(err.splitlines()) == 1
