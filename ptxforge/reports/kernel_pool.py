@@ -64,11 +64,6 @@ def _part(i: int) -> tuple:
     return mix, pressure, prediction   # the liveness is not kept: memory stays flat
 
 
-class _Stats(dict):
-    """``{name: KernelStats}`` where :func:`~ptxforge.reports.sass.kernel_reports` wants the
-    build (it only looks kernels up by name)."""
-
-
 def _gap(task: tuple) -> tuple:
     """(Gap or None, why not) of one entry, from its SASS functions."""
     from ptxforge.analysis.liveness import analyze_liveness
@@ -84,7 +79,7 @@ def _gap(task: tuple) -> tuple:
     live = analyze_liveness(k)
     pressure = analyze_pressure(k, liveness=live)
     try:
-        rep = kernel_reports(_Stats({k.name: stats}), sass, _SHARED["module"],
+        rep = kernel_reports({k.name: stats}, sass, _SHARED["module"],
                              _SHARED["text"], [k], lines=_SHARED["lines"],
                              liveness={k.name: live}, pressures={k.name: pressure})[0]
     except PtxforgeError as exc:

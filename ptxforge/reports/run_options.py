@@ -1,10 +1,12 @@
-"""How an analysis runs, not what it finds: a progress callback, when to read the SASS, worker processes."""
+"""How an analysis runs, not what it finds: progress callback, when to read the SASS, workers."""
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
 import attrs
+
+from ptxforge.errors import PtxforgeError
 
 __all__ = ["RunOptions"]
 
@@ -30,3 +32,15 @@ class RunOptions:
     progress: Optional[Callable] = None
     explain: Optional[bool] = False
     jobs: Optional[int] = 1
+
+    def __attrs_post_init__(self) -> None:
+        if self.progress is not None and not callable(self.progress):
+            raise PtxforgeError(f"RunOptions.progress: expected a callable progress(i, n, name) "
+                                f"or None, got {type(self.progress).__name__}")
+        if self.explain not in (True, False, None):
+            raise PtxforgeError(f"RunOptions.explain: expected True, False or None, got "
+                                f"{self.explain!r}")
+        if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int)
+                                      or self.jobs < 1):
+            raise PtxforgeError(f"RunOptions.jobs: expected a worker count of 1 or more (None: "
+                                f"the cores), got {self.jobs!r}")

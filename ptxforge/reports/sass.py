@@ -360,7 +360,7 @@ def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,
                    ) -> tuple:
     """A traced, explained :class:`SassKernelReport` per kernel of ``kernels`` (``ir.Kernel``
     entries of ``module``): ``compiled`` is its :class:`~ptxforge.toolchain.compile.Compiled`
-    (built with line info), ``sass`` that cubin's liveness and ``text`` the PTX ptxas compiled
+    (built with line info; a ``{name: KernelStats}`` mapping does too), ``sass`` that cubin's liveness and ``text`` the PTX ptxas compiled
     (its line numbers are the SASS's PTX lines).  ``ptxforge analyze`` uses it for the gap;
     ``lines`` (the text's :class:`~ptxforge.reports.sass_trace.PtxLines`) and ``liveness``
     (``{kernel name: Liveness}``) and ``pressures`` (``{kernel name: PressureReport}``) save

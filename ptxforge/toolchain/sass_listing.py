@@ -205,24 +205,8 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
                                             rows=tuple(cur["rows"]), labels=tuple(cur["labels"])))
 
     for lineno, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith("/*"):   # an instruction row: no directive or label
-            if cur is None:
-                continue
-            t = _TABLE.search(line)
-            table = t.group(1) if t else None
-            if state == "body" and table is not None and not table.startswith("+"):
-                im = _INSTR.match(line)
-                if im is not None:
-                    assert groups is not None
-                    counts, marks = _row(groups, table.split("|")[1:-1], lineno, line, source)
-                    offset = int(im.group(1), 16)
-                    cur["labels"] += [(name, offset) for name in pending]
-                    pending = []
-                    cur["rows"].append(TableRow(offset=offset,
-                                                text=" ".join(im.group(2).split()),
-                                                counts=counts, marks=marks))
-                    continue
-        m = _SECTION.match(line)
+        directive = not line.lstrip().startswith("/*")   # instruction rows: no directive
+        m = _SECTION.match(line) if directive else None
         if m:
             close()
             cur = {"name": m.group(1), "entry": False, "shi": None, "groups": None, "rows": [],
@@ -231,15 +215,16 @@ def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
             continue
         if cur is None:
             continue
-        lm = _LABEL.match(line)
-        if lm:
-            pending.append(lm.group(1))
-        m = _SHI.match(line)
-        if m:
-            cur["shi"] = int(m.group(1))
-        m = _OTHER.match(line)
-        if m and m.group(1) == cur["name"]:
-            cur["entry"] = "STO_CUDA_ENTRY" in m.group(2)
+        if directive:
+            lm = _LABEL.match(line)
+            if lm:
+                pending.append(lm.group(1))
+            m = _SHI.match(line)
+            if m:
+                cur["shi"] = int(m.group(1))
+            m = _OTHER.match(line)
+            if m and m.group(1) == cur["name"]:
+                cur["entry"] = "STO_CUDA_ENTRY" in m.group(2)
         t = _TABLE.search(line)
         table = t.group(1) if t else None
         if table is not None and table.startswith("+"):

@@ -115,3 +115,18 @@ def test_a_file_of_globals_is_listed_not_an_error(tmp_path, capsys):
     assert reports["globals.ptx"]["kernels"] == [] and reports["pressure.ptx"]["kernels"]
     code, text, _ = run(capsys, "analyze", d, "--no-compile", "--jobs", 1)
     assert code == 0 and "globals.ptx: no kernel (no .entry and no .func with a body)" in text
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("jobs", 0, "RunOptions.jobs: expected a worker count of 1 or more (None: the cores), got 0"),
+    ("jobs", "2", "RunOptions.jobs: expected a worker count"),
+    ("explain", "yes", "RunOptions.explain: expected True, False or None, got 'yes'"),
+    ("progress", 3, "RunOptions.progress: expected a callable progress(i, n, name) or None"),
+])
+def test_run_options_refuse_a_bad_value_by_name(field, value, words):
+    from ptxforge.errors import PtxforgeError
+    from ptxforge.reports.analyze import RunOptions
+
+    with pytest.raises(PtxforgeError) as exc:
+        RunOptions(**{field: value})
+    assert words in str(exc.value)

@@ -60,7 +60,7 @@ def _cost(argv) -> float:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_twice_the_kernels_cost_at_most_twice(command, files, tmp_path, monkeypatch):
-    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")   # every run compiles (tests/support/tool_memo)
+    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")   # every run compiles (support/tool_memo)
     argv = COMMANDS[command]
     small = min(_cost(argv(files[N], tmp_path)) for _ in range(2))   # the first: a warm-up
     big = _cost(argv(files[2 * N], tmp_path))
@@ -74,3 +74,30 @@ def test_the_files_double(files):
     small, big = (parse(files[n].read_text()) for n in (N, 2 * N))
     assert [len([k for k in m.kernels if k.is_entry]) for m in (small, big)] == [N, 2 * N]
     assert 1.8 <= len(files[2 * N].read_text()) / len(files[N].read_text()) <= 2.1
+
+
+def test_the_ptx_text_is_indexed_once_per_module(files, monkeypatch):
+    """The mechanism behind the ratio above, counted rather than timed: explaining every
+    kernel's gap indexes the PTX text once and walks each function's lines at most once
+    (the 30-minute trace split the whole text once per function per kernel)."""
+    from ptxforge.reports import sass_trace
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
+
+    calls = {"index": 0, "walk": 0}
+    index, walk = sass_trace.PtxLines.__init__, sass_trace._walk
+
+    def counted_index(self, text):
+        calls["index"] += 1
+        index(self, text)
+
+    def counted_walk(*a):
+        calls["walk"] += 1
+        return walk(*a)
+
+    monkeypatch.setattr(sass_trace.PtxLines, "__init__", counted_index)
+    monkeypatch.setattr(sass_trace, "_walk", counted_walk)
+    text = files[2 * N].read_text()
+    a = analyze_ptx(text, "many.ptx", run=RunOptions(explain=True))
+    assert all(k.gap is not None for k in a.kernels) and len(a.kernels) == 2 * N
+    functions = text.count(".entry ") + text.count(".func ")   # definitions and prototypes
+    assert calls["index"] == 1 and 0 < calls["walk"] <= functions
