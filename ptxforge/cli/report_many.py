@@ -61,8 +61,8 @@ def _index(rows: list) -> str:
         for src, page, ok, why in rows)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>ptxforge reports</title><style>body{font-family:sans-serif;margin:2em}"
-            "td{padding:.2em 1em .2em 0}</style></head><body><h1>ptxforge reports</h1>"
-            f"<table><tr><th>file</th><th>page</th></tr>\n{items}\n</table></body></html>\n")
+            "td,th{padding:.2em 1em .2em 0;text-align:left;vertical-align:top}</style></head><body><h1>ptxforge reports</h1>"
+            f"<table><tr><th>file (its page)</th><th>status</th></tr>\n{items}\n</table></body></html>\n")
 
 
 def _write(path: str, text: str) -> None:
