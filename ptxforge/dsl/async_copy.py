@@ -27,7 +27,7 @@ from ptxforge.ptx import types as T
 from .checks import _register_internal, _where, caller_loc, type_error
 from .memory import MemoryOps
 
-__all__ = ["AsyncCopyOps", "SETMAXNREG_RANGE"]
+__all__ = ["AsyncCopyOps", "SETMAXNREG_RANGE", "entry_register_ceiling"]
 
 _register_internal(__file__)
 
@@ -41,6 +41,35 @@ def _group_count(op: str, n, loc) -> ir.Immediate:
         raise BuildError(f"{op}: n (groups left pending) must be an int in [0, 7], got {n!r}"
                          f"{_where(loc)}")
     return ir.Immediate(n, T.u32)
+
+
+def entry_register_ceiling(directives: dict[str, tuple[int, ...]]) -> int | None:
+    """The most registers a thread of this kernel may hold at entry, as ptxas derives it from
+    the kernel's directives: ``.maxnreg n``, and 65,536 registers shared by the most threads a
+    block may have (``.maxntid``/``.reqntid``); None when no directive bounds it.
+
+    ptxas refuses a ``setmaxnreg.dec`` to a count above this (error C7406): a warp cannot
+    lower its budget to more than it starts with.
+
+    Example::
+
+        >>> entry_register_ceiling({".maxntid": (1024, 1, 1)}), entry_register_ceiling({})
+        (64, None)
+    """
+    bounds = []
+    if ".maxnreg" in directives:
+        bounds.append(directives[".maxnreg"][0])
+    for name in (".maxntid", ".reqntid"):
+        if name in directives:
+            x, y, z = directives[name]
+            bounds.append(65536 // (x * y * z))
+    return min(bounds) if bounds else None
+
+
+def _directive_text(directives: dict[str, tuple[int, ...]]) -> str:
+    """The register-bounding directives as PTX writes them (".maxnreg 64, .maxntid 1024")."""
+    return ", ".join(f"{name} {'x'.join(map(str, directives[name]))}"
+                     for name in (".maxnreg", ".maxntid", ".reqntid") if name in directives)
 
 
 class AsyncCopyOps(MemoryOps):
@@ -160,3 +189,18 @@ class AsyncCopyOps(MemoryOps):
                              f"{count!r}{_where(loc)}")
         self._emit(f"setmaxnreg.{'inc' if inc else 'dec'}.sync.aligned.u32",
                    (ir.Immediate(count, T.u32),), 0, loc, op="setmaxnreg")
+        if not inc:
+            self.__dict__.setdefault("_setmaxnreg_decs", []).append((count, loc))
+
+    def build_kernel(self) -> ir.Kernel:
+        """As :meth:`_Core.build_kernel`, after checking each ``setmaxnreg.dec`` against the
+        register count the kernel's directives give it at entry (ptxas rejects one above)."""
+        ceiling = entry_register_ceiling(self._directives)
+        for count, loc in self.__dict__.get("_setmaxnreg_decs", ()):
+            if ceiling is not None and count > ceiling:
+                raise BuildError(
+                    f"setmaxnreg(count={count}, inc=False): lowers the register budget to more "
+                    f"than {self.name} has at entry, {ceiling} (from "
+                    f"{_directive_text(self._directives)}); ptxas rejects it (C7406): use a "
+                    f"count of at most {ceiling}{_where(loc)}")
+        return super().build_kernel()

@@ -10,6 +10,7 @@ when the catalogue is probed.
 
 from __future__ import annotations
 
+from ptxforge.dsl.async_copy import entry_register_ceiling
 from ptxforge.dsl.tensor import MMA_FORMS
 from ptxforge.ptx import types as T
 
@@ -119,7 +120,11 @@ def _wgmma(n: int, atype: str) -> Entry:
 
 
 def _setmaxnreg(ctx, p, guard):
-    ctx.kb.setmaxnreg(24 + 8 * (p[0] % 29), inc=bool(p[1] % 2))
+    inc, count = bool(p[1] % 2), 24 + 8 * (p[0] % 29)
+    ceiling = entry_register_ceiling(ctx.kb._directives)
+    if not inc and ceiling is not None:     # ptxas refuses a .dec above the entry budget
+        count = min(count, ceiling // 8 * 8)
+    ctx.kb.setmaxnreg(count, inc=inc)
 
 
 def tensor_entries() -> list:

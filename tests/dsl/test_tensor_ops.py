@@ -262,6 +262,32 @@ def test_setmaxnreg_count_is_checked(count):
         kb.setmaxnreg(count)
 
 
+@pytest.mark.parametrize(("directives", "count", "ceiling"), [
+    ({"maxnreg": (64,)}, 72, 64), ({"maxnreg": (64,)}, 64, None),
+    ({"maxnreg": (100,)}, 104, 100), ({"maxnreg": (100,)}, 96, None),
+    ({"maxntid": (1024,)}, 72, 64), ({"reqntid": (32, 32)}, 72, 64),
+    ({"maxntid": (768,)}, 88, 85), ({"maxntid": (768,)}, 80, None),
+    ({"maxntid": (640,)}, 104, 102), ({}, 248, None)])
+def test_setmaxnreg_dec_above_the_entry_budget_is_refused_like_ptxas(directives, count, ceiling):
+    """A ``setmaxnreg.dec`` to more registers than the directives give the kernel at entry:
+    the builder refuses it, naming the ceiling, exactly where ptxas refuses it (C7406)."""
+    kb = KernelBuilder("k", target="sm_90a")
+    for name, values in directives.items():
+        getattr(kb, name)(*values)
+    kb.setmaxnreg(count, inc=False)
+    kb.setmaxnreg(count, inc=True)          # raising the budget is never refused
+    if ceiling is None:
+        ptxas_stats(kb.ptx(), "sm_90a")
+        return
+    with pytest.raises(BuildError, match=rf"more than k has at entry, {ceiling} .*at most "
+                                         rf"{ceiling}.*test_tensor_ops.py"):
+        kb.ptx()
+    text = "\n".join(f".{name} {', '.join(map(str, values))}" for name, values in directives.items())
+    ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n"
+           f"{text}\n{{\n\tsetmaxnreg.dec.sync.aligned.u32 {count};\n\tret;\n}}\n")
+    assert "C7406" in ptxas_refuses(ptx, "sm_90a")
+
+
 def test_every_new_family_is_in_the_isa_table():
     for family in ("mma", "ldmatrix", "stmatrix", "cp", "wgmma", "setmaxnreg"):
         assert family in isa.OPS
