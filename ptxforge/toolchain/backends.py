@@ -229,6 +229,21 @@ def _env_ptxas() -> Optional[str]:
     return env
 
 
+@functools.lru_cache(maxsize=8)
+def _searched(path: Optional[str], cuda_home: Optional[str], cuda_path: Optional[str]) -> tuple:
+    """The ptxas paths PATH, $CUDA_HOME, $CUDA_PATH and the pip packages name, searched once
+    per value of those variables (a folder of files compiles each with the same ptxas; each
+    call still checks that the files are there)."""
+    cands = []
+    which = shutil.which("ptxas", path=path)
+    if which:
+        cands.append(which)
+    for home in (cuda_home, cuda_path):
+        if home:
+            cands.append(str(Path(home) / "bin" / "ptxas"))
+    return tuple(cands + _pip_ptxas())
+
+
 def find_ptxas() -> list:
     """Every ptxas found: $PTXFORGE_PTXAS, PATH, $CUDA_HOME/$CUDA_PATH, pip packages (in order).
 
@@ -239,13 +254,8 @@ def find_ptxas() -> list:
     env = _env_ptxas()
     if env:
         cands.append(env)
-    which = shutil.which("ptxas")
-    if which:
-        cands.append(which)
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            cands.append(str(Path(os.environ[var]) / "bin" / "ptxas"))
-    cands.extend(_pip_ptxas())
+    cands.extend(_searched(os.environ.get("PATH"), os.environ.get("CUDA_HOME"),
+                           os.environ.get("CUDA_PATH")))
     out, seen = [], set()
     for c in cands:
         if c not in seen and os.path.isfile(c) and os.access(c, os.X_OK):
@@ -291,6 +301,19 @@ def _ask_accepts(exe: str, target: str) -> bool:
 
 def _describe(exe: str) -> str:
     return f"ptxas {'.'.join(map(str, ptxas_version(exe)))} ({exe})"
+
+
+def _run_to_files(cmd: list, folder: str) -> tuple:
+    """Run ``cmd`` with its output in files under ``folder``: ``(exit status, stdout then
+    stderr)``.  Files, not pipes: the waiting thread sleeps in one ``waitpid`` and wants the
+    interpreter's lock once, where reading pipes wakes it (and waits for the lock, held by the
+    analysis running beside the compile) at every chunk of ptxas's log."""
+    out_path, err_path = os.path.join(folder, "ptxas.out"), os.path.join(folder, "ptxas.err")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        returncode = subprocess.run(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL).returncode
+    with open(out_path, "rb") as out, open(err_path, "rb") as err:
+        text = (out.read() + err.read()).decode("utf-8", errors="replace")
+    return returncode, text
 
 
 class PtxasBackend(Backend):
@@ -350,16 +373,16 @@ class PtxasBackend(Backend):
                         f"ptxas backend: the pinned ptxas {exe!r} does not exist")
                 cmd = [exe, *options.ptxas_args(target), src, "-o", out]
                 t0 = time.perf_counter()
-                proc = subprocess.run(cmd, capture_output=True, text=True)
+                returncode, text = _run_to_files(cmd, tmp)
                 wall = time.perf_counter() - t0
-                log = (proc.stdout + proc.stderr).replace(src, "kernel.ptx")
-                if proc.returncode != 0 and _NOT_A_TARGET.search(log):
+                log = text.replace(src, "kernel.ptx")
+                if returncode != 0 and _NOT_A_TARGET.search(log):
                     refused.append(_describe(exe))
                     continue
-                if proc.returncode != 0:
-                    what = f"{_describe(exe)} exited with {proc.returncode}"
-                    if proc.returncode < 0:
-                        what = f"{_describe(exe)} crashed (signal {-proc.returncode})"
+                if returncode != 0:
+                    what = f"{_describe(exe)} exited with {returncode}"
+                    if returncode < 0:
+                        what = f"{_describe(exe)} crashed (signal {-returncode})"
                     raise _compile_error(self.name, target, log, what)
                 if not os.path.isfile(out):
                     raise BackendUnavailableError(
