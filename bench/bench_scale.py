@@ -207,6 +207,9 @@ def main(argv=None) -> int:
     corpus = build_corpus(classes, root=args.cache, log=log)
     env = tools(ROOT)
     log(env.describe())
+    first = min((f for fs in corpus.files.values() for f in fs), key=lambda f: f.stat().st_size, default=None)
+    if first is not None:
+        env.warm(first)
     results: dict = {"env": env.as_dict(), "corpus": str(corpus.folder), "skipped": corpus.skipped,
                      "timeout_s": args.timeout, "files": {}, "classes": [], "rows": {}}
     with tempfile.TemporaryDirectory(prefix="ptxforge-bench-scale-") as tmp:
