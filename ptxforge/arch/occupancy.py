@@ -368,8 +368,14 @@ def _blocks_per_count(p, block_size: int, kwargs: dict) -> list:
         key = None
     blocks = _BLOCKS.get(key) if key is not None else None
     if blocks is None:
-        blocks = [occupancy(r, block_size, p, **kwargs).active_blocks
-                  for r in range(p.max_regs_per_thread + 1)]
+        first = occupancy(0, block_size, p, **kwargs)   # checks the arguments once
+        if first.limiting in (("reqntid",), ("block_size",)):   # no register count launches
+            blocks = [0] * (p.max_regs_per_thread + 1)
+        else:   # only the register limit moves: the resource arithmetic, no Occupancy each
+            lim = kwargs.get("kernel_limits") or _NO_LIMITS
+            args = (block_size, kwargs.get("shared", 0), kwargs.get("dynamic_shared", 0),
+                    kwargs.get("barriers", 1), kwargs.get("carveout"), lim.max_dynamic_shared)
+            blocks = [_limits(p, r, *args)[0] for r in range(p.max_regs_per_thread + 1)]
         if key is not None and len(_BLOCKS) < 4096:
             _BLOCKS[key] = blocks
     return blocks
