@@ -91,6 +91,7 @@ if TYPE_CHECKING:  # the compile machinery is imported when something is compile
     from .gap import Gap
 from ptxforge.ptx.names import match_kernels
 
+from .analyze_compile import start_early
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .peak import peak_groups
 from .resources import (
@@ -436,18 +437,19 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
 
 def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
                     request: Optional[CompileRequest], progress=None,
-                    explain: Optional[bool] = False, jobs: Optional[int] = 1
-                    ) -> ModuleAnalysis:
+                    explain: Optional[bool] = False, jobs: Optional[int] = 1,
+                    early: Optional[tuple] = None) -> ModuleAnalysis:
     """The body of :func:`analyze_module` (run with the collector paused): ptxas runs in
-    the background (:mod:`.analyze_compile`) while the kernels are analysed."""
+    the background (:mod:`.analyze_compile`; ``early``: started before the parse, by
+    :func:`analyze_ptx`) while the kernels are analysed."""
     tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
     chosen = _select(module, kernel, file)
     if explain is None:
         explain = len(chosen) <= SUMMARY_ABOVE
-    pool = make_pool(module, chosen, tgt, ptx, jobs)   # forks: before ptxas's thread starts
+    side = early[0] if early is not None and early[1] == tgt else None
+    pool = None if early else make_pool(module, chosen, tgt, ptx, jobs)  # forks before ptxas
     try:
-        side = None
-        if compile:
+        if compile and side is None:
             from .analyze_compile import start_compile
 
             side = start_compile(module if ptx is None else ptx, request, tgt, chosen, module,
@@ -557,9 +559,8 @@ def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str,
 
 
 def _is_cubin(data) -> bool:
-    head = data[:4] if isinstance(data, (bytes, bytearray)) else data[:4].encode("latin-1",
-                                                                                 "replace")
-    return bytes(head) == b"\x7fELF"
+    head = data[:4]
+    return head == (b"\x7fELF" if isinstance(head, (bytes, bytearray)) else "\x7fELF")
 
 
 def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
@@ -590,7 +591,10 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
                             "cubins too), `ptxforge sass` for its SASS, or pass the PTX")
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
+    spec, run = launch_spec(spec), run or RunOptions()
+    early = start_early(text, spec.target, request, run.explain) if compile and kernel is None \
+        else None   # a small file compiles while it is parsed and analysed
     with gc_paused():
         module = parse(text, file, strict=strict)
-        return analyze_module(module, spec, compile, kernel=kernel, ptx=text, file=file,
-                              request=request, run=run)
+        return _analyze_module(module, spec, compile, kernel, text, file, request, run.progress,
+                               run.explain, run.jobs, early)

@@ -201,6 +201,43 @@ def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: l
     return CompiledSide(future, pool)
 
 
+#: PTX up to this size starts compiling before it is parsed (see :func:`start_early`): a file
+#: this small never needs the kernel pool, which must fork before ptxas's thread starts.
+EARLY_BYTES = 256 * 1024
+
+
+def start_early(text: str, target, request: Optional[CompileRequest], explain: Optional[bool]
+                ) -> Optional[tuple]:
+    """``(CompiledSide, target)``: ptxas started on the whole of ``text`` before it is parsed,
+    the way :func:`start_compile` would start it after (every kernel chosen: the options are
+    the request's as given), so the parse and the analysis run beside it; None for a text
+    over :data:`EARLY_BYTES`.  ``target`` is the launch spec's (None: the PTX's ``.target``)."""
+    import re
+
+    from .resources import resolve_target
+
+    if len(text) > EARLY_BYTES:
+        return None
+    declared = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+    tgt = resolve_target(target, declared.group(1) if declared else None)[0]
+    entries = len(re.findall(r"\.entry\s", text))
+    if explain is None:
+        from .analyze_text import SUMMARY_ABOVE
+
+        explain = entries <= SUMMARY_ABOVE
+    request = request or _default_request()
+    options = attrs.evolve(request.options, line_info=True)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(_build, request, text, tgt, options, bool(explain and entries))
+    return CompiledSide(future, pool), tgt
+
+
+def _default_request():
+    from ptxforge.toolchain.compile import CompileRequest
+
+    return CompileRequest()
+
+
 FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "
               "whole-program ptxas folds it into the kernels that call it")
 
