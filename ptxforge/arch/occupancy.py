@@ -26,18 +26,21 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from typing import Optional, Union
 
 import attrs
 
 from ptxforge.errors import PtxforgeError, UnsupportedError
 
+from .ptxas_model import REGISTER_LIMIT
 from .targets import TARGETS, ArchProps, Target
 from .targets import target as as_target
 
 __all__ = [
     "KernelLimits","ARCHS", "arch_props", "unknown_arch_reason", "Occupancy",
-           "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table"]
+           "RegisterCliffs", "occupancy", "register_cliffs", "occupancy_table",
+           "implied_register_cap"]
 
 INT_MAX = 2**31 - 1
 KB = 1024
@@ -418,3 +421,33 @@ def register_cliffs(registers: int, block_size: int, target: Union[str, ArchProp
 def occupancy_table(registers_list, block_size: int, target="sm_80", **kwargs) -> list:
     """:func:`occupancy` for several register counts (a list of Occupancy)."""
     return [occupancy(r, block_size, target, **kwargs) for r in registers_list]
+
+
+@functools.lru_cache(maxsize=1024)
+def implied_register_cap(threads: int, min_blocks: int = 1, target: str = "sm_80") -> int:
+    """The cap ptxas derives from launch bounds: the most registers per thread with which
+    ``min_blocks`` blocks of ``threads`` threads fit in one SM's register file (255: none).
+
+    The blocks the register file holds never grow with the registers per thread, so a binary
+    search over 1 .. 255 finds it in eight occupancy evaluations (remembered per argument).
+    ptxas also refuses a ``setmaxnreg.dec`` above it (the DSL checks that).
+
+    Example::
+
+        >>> implied_register_cap(256, 4, "sm_80"), implied_register_cap(1024, 1, "sm_90a")
+        (64, 64)
+    """
+    props = arch_props("sm_80" if unknown_arch_reason(target) else target)
+    want = max(min_blocks, 1)
+
+    def fits(regs: int) -> bool:
+        return occupancy(regs, threads, props).limits["registers"] >= want
+
+    lo, hi = 0, REGISTER_LIMIT                    # fits(lo) holds (0: the sentinel), the answer <= hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -20,6 +20,8 @@ Example::
 
 from __future__ import annotations
 
+from ptxforge.arch.occupancy import implied_register_cap
+from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 from ptxforge.errors import BuildError
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
@@ -43,33 +45,40 @@ def _group_count(op: str, n, loc) -> ir.Immediate:
     return ir.Immediate(n, T.u32)
 
 
-def entry_register_ceiling(directives: dict[str, tuple[int, ...]]) -> int | None:
+def entry_register_ceiling(directives: dict[str, tuple[int, ...]], target: str = "sm_80"
+                           ) -> int | None:
     """The most registers a thread of this kernel may hold at entry, as ptxas derives it from
-    the kernel's directives: ``.maxnreg n``, and 65,536 registers shared by the most threads a
-    block may have (``.maxntid``/``.reqntid``); None when no directive bounds it.
+    the kernel's directives: ``.maxnreg n``, and the cap launch bounds imply (``.maxntid`` or
+    ``.reqntid`` threads, times ``.minnctapersm`` blocks, in one SM's register file:
+    :func:`~ptxforge.arch.occupancy.implied_register_cap`); None when no directive bounds it.
 
     ptxas refuses a ``setmaxnreg.dec`` to a count above this (error C7406): a warp cannot
     lower its budget to more than it starts with.
 
     Example::
 
-        >>> entry_register_ceiling({".maxntid": (1024, 1, 1)}), entry_register_ceiling({})
-        (64, None)
+        >>> entry_register_ceiling({".maxntid": (256, 1, 1), ".minnctapersm": (2,)}, "sm_90a")
+        128
+        >>> entry_register_ceiling({}) is None
+        True
     """
     bounds = []
     if ".maxnreg" in directives:
         bounds.append(directives[".maxnreg"][0])
-    for name in (".maxntid", ".reqntid"):
-        if name in directives:
-            x, y, z = directives[name]
-            bounds.append(65536 // (x * y * z))
+    dims = directives.get(".reqntid") or directives.get(".maxntid")
+    if dims:
+        blocks = directives.get(".minnctapersm", (1,))[0]
+        cap = implied_register_cap(dims[0] * dims[1] * dims[2], blocks, target)
+        if cap < REGISTER_LIMIT:
+            bounds.append(cap)
     return min(bounds) if bounds else None
 
 
 def _directive_text(directives: dict[str, tuple[int, ...]]) -> str:
     """The register-bounding directives as PTX writes them (".maxnreg 64, .maxntid 1024")."""
     return ", ".join(f"{name} {'x'.join(map(str, directives[name]))}"
-                     for name in (".maxnreg", ".maxntid", ".reqntid") if name in directives)
+                     for name in (".maxnreg", ".maxntid", ".reqntid", ".minnctapersm")
+                     if name in directives)
 
 
 class AsyncCopyOps(MemoryOps):
@@ -195,7 +204,7 @@ class AsyncCopyOps(MemoryOps):
     def build_kernel(self) -> ir.Kernel:
         """As :meth:`_Core.build_kernel`, after checking each ``setmaxnreg.dec`` against the
         register count the kernel's directives give it at entry (ptxas rejects one above)."""
-        ceiling = entry_register_ceiling(self._directives)
+        ceiling = entry_register_ceiling(self._directives, self.target)
         for count, loc in self.__dict__.get("_setmaxnreg_decs", ()):
             if ceiling is not None and count > ceiling:
                 raise BuildError(

@@ -24,8 +24,8 @@ from ptxforge.errors import BuildError, PtxTypeError
 from ptxforge.ptx import ir, isa
 from ptxforge.ptx import types as T
 from ptxforge.ptx.emit import emit
-from ptxforge.ptx.opcodes import Return, opcode_of
 from ptxforge.ptx.layout import element_size
+from ptxforge.ptx.opcodes import Return, opcode_of
 
 from .checks import (
     _check_ident,
@@ -394,7 +394,6 @@ class _Core:
         if last is None or last[1] != len(self._body):
             raise BuildError(f"kb.else_() must directly follow a kb.if_(...) block{_where(loc)}")
         self._last_if = None
-        skip = last[0]
         end = self.new_label("endif")
         self._label_uses.append((end, loc))
         # jump over the else branch at the end of the then-branch (before the else label)

@@ -121,7 +121,7 @@ def _wgmma(n: int, atype: str) -> Entry:
 
 def _setmaxnreg(ctx, p, guard):
     inc, count = bool(p[1] % 2), 24 + 8 * (p[0] % 29)
-    ceiling = entry_register_ceiling(ctx.kb._directives)
+    ceiling = entry_register_ceiling(ctx.kb._directives, ctx.kb.target)
     if not inc and ceiling is not None:     # ptxas refuses a .dec above the entry budget
         count = min(count, ceiling // 8 * 8)
     ctx.kb.setmaxnreg(count, inc=inc)

@@ -25,41 +25,17 @@ Example::
 
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import attrs
 
-from ptxforge.arch.occupancy import arch_props, occupancy, unknown_arch_reason
+from ptxforge.arch.occupancy import implied_register_cap
 from ptxforge.arch.ptxas_model import REGISTER_LIMIT
 
 __all__ = ["NO_CAP", "RegisterCap", "implied_register_cap", "resolve_register_cap"]
 
 #: EIATTR_MAXREG_COUNT of a kernel compiled without a cap (ptxas's register limit).
 NO_CAP = REGISTER_LIMIT
-
-
-@functools.lru_cache(maxsize=1024)
-def implied_register_cap(threads: int, min_blocks: int = 1, target: str = "sm_80") -> int:
-    """The cap ptxas derives from launch bounds: the most registers per thread with which
-    ``min_blocks`` blocks of ``threads`` threads fit in one SM's register file (255: none).
-
-    The blocks the register file holds never grow with the registers per thread, so a binary
-    search over 1 .. 255 finds it in eight occupancy evaluations (remembered per argument)."""
-    props = arch_props("sm_80" if unknown_arch_reason(target) else target)
-    want = max(min_blocks, 1)
-
-    def fits(regs: int) -> bool:
-        return occupancy(regs, threads, props).limits["registers"] >= want
-
-    lo, hi = 0, NO_CAP                    # fits(lo) holds (0: the sentinel), the answer <= hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @attrs.frozen(slots=True, kw_only=True)

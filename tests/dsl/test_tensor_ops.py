@@ -266,8 +266,13 @@ def test_setmaxnreg_count_is_checked(count):
     ({"maxnreg": (64,)}, 72, 64), ({"maxnreg": (64,)}, 64, None),
     ({"maxnreg": (100,)}, 104, 100), ({"maxnreg": (100,)}, 96, None),
     ({"maxntid": (1024,)}, 72, 64), ({"reqntid": (32, 32)}, 72, 64),
-    ({"maxntid": (768,)}, 88, 85), ({"maxntid": (768,)}, 80, None),
-    ({"maxntid": (640,)}, 104, 102), ({}, 248, None)])
+    ({"maxntid": (768,)}, 88, 80), ({"maxntid": (768,)}, 80, None),
+    ({"maxntid": (640,)}, 104, 96), ({"maxntid": (1000,)}, 72, 64),
+    ({"maxntid": (256,), "minnctapersm": (2,)}, 136, 128),
+    ({"maxntid": (256,), "minnctapersm": (2,)}, 128, None),
+    ({"maxntid": (512,), "minnctapersm": (3,)}, 48, 40),
+    ({"maxntid": (96,), "minnctapersm": (8,)}, 88, 80),
+    ({"maxnreg": (100,), "maxntid": (384,), "minnctapersm": (2,)}, 88, 80), ({}, 248, None)])
 def test_setmaxnreg_dec_above_the_entry_budget_is_refused_like_ptxas(directives, count, ceiling):
     """A ``setmaxnreg.dec`` to more registers than the directives give the kernel at entry:
     the builder refuses it, naming the ceiling, exactly where ptxas refuses it (C7406)."""
