@@ -143,10 +143,10 @@ def analyze(kernel, signature, constexprs: Optional[dict] = None, *, num_warps: 
     return with_n_spills_note(res)
 
 
-def num_warps_levers(kernel, signature, constexprs: Optional[dict] = None, *,
+def num_warps_levers(kernel, signature, constexprs: dict | None = None, *,
                      num_warps: int = 4, num_stages: int = 3,
-                     target: Union[str, int] = "sm_80", options: Optional[dict] = None,
-                     choices: tuple = (1, 2, 4, 8, 16, 32), request=None) -> tuple:
+                     target: str | int = "sm_80", options: dict | None = None,
+                     choices: tuple = (1, 2, 4, 8, 16, 32)) -> tuple:
     """Triton's ``num_warps`` as a lever: the kernel compiled at ``num_warps`` (its present
     figures), then recompiled by ``triton.compile`` for a ``GPUTarget`` (no GPU) at each
     other W of ``choices``, each compile's registers, spills and blocks per SM beside what
@@ -170,6 +170,5 @@ def num_warps_levers(kernel, signature, constexprs: Optional[dict] = None, *,
         return ptx, str(meta.get("name")), int(meta.get("shared") or 0)
 
     ptx, name, dyn = recompile(num_warps)
-    now = compile_outcome(ptx, name, tgt, 32 * num_warps, request=request, dynamic_shared=dyn)
-    return now, prove_num_warps(recompile, num_warps, now, tgt, request=request,
-                                choices=choices)
+    now = compile_outcome(ptx, name, tgt, 32 * num_warps, dynamic_shared=dyn)
+    return now, prove_num_warps(recompile, num_warps, now, tgt, choices=choices)

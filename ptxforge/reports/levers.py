@@ -222,7 +222,7 @@ class ProvenLever:
     lever: Lever
     outcome: Outcome
     holds: bool
-    promise: Optional[Outcome] = None     # its own promise (num_warps), else the sweep row's
+    promise: Outcome | None = None     # its own promise (num_warps), else the sweep row's
 
     def to_dict(self) -> dict:
         d = {**self.lever.to_dict(), "compiled": self.outcome.to_dict(), "holds": self.holds}

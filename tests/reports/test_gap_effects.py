@@ -32,7 +32,7 @@ def _kernel():
 
 
 def test_effects_net_the_components_and_come_first():
-    ptx, k = _kernel()
+    _, k = _kernel()
     g = k.gap
     assert g is not None
     effects = g.effects()
