@@ -288,13 +288,17 @@ def _unroll_item(k, target: str, block: int, before: Outcome, source,
     f, line, view = adv.line
     held = f"{f}:{line} ({adv.copies} copies in the PTX; the {view} view's peak line)"
     if not adv.proven:
+        where = (f"one of the loops at {', '.join(f'{f}:{lp.line}' for lp in adv.loops)} "
+                 f"(they hold {held})" if adv.loops else f"the loop around {held}")
         return AdviceItem(kind="unroll", change=f"#pragma unroll N, N below the present "
-                          f"unroll, on the loop around {held}", before=before,
+                          f"unroll, on {where}", before=before,
                           after=Outcome(), after_from=adv.why_unproven, proven=False), None
     tries = tuple({"loop_line": t.loop.line, "unroll": t.n, "compiled": t.outcome.to_dict()}
                   for t in adv.tries)
     if adv.best is None:
-        tried = ", ".join(f"{t.n} at {f}:{t.loop.line}" for t in adv.tries) or "nothing"
+        if not adv.tries:
+            return None, None
+        tried = ", ".join(f"{t.n} at {f}:{t.loop.line}" for t in adv.tries)
         return None, (f"{held} is a replicated loop body; unrolling less gains no block "
                       f"without spills (compiled #pragma unroll {tried})")
     b = adv.best

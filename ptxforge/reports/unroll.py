@@ -10,8 +10,10 @@ is there once per copy).  The loops around it come from the CUDA source (:func:`
 a scanner of ``for``/``while`` statements and the ``#pragma unroll`` above them); each is
 given ``#pragma unroll N`` for N of 1, 2, 4 below the copies, the changed source is compiled
 by NVRTC with the user's flags and then by ptxas, and the best change that gains blocks per
-SM (or removes spill bytes) without adding spills or stack is the advice.  Given only the
-PTX, nothing can be compiled: the item names the replicated line and says it is not proven.
+SM (or removes spill bytes) without adding spills or stack is the advice; a line no loop
+holds gets no advice.  Given only the PTX, nothing can be compiled: the item names the
+replicated line (and its loops, when the file its ``.loc`` names is readable) and says it is
+not proven.
 
 Measured with NVRTC 13.5 and ptxas 13.5 on tests/corpus/gemm.cu: ``#pragma unroll 4`` on
 the ``kk`` loop (line 19, fully unrolled by its ``#pragma unroll``) takes sgemm_8x8 from 124
@@ -223,16 +225,25 @@ def unroll_advice(k, before, target: str, block: int, *, source=None, request=No
     if copies < 2:
         return None
     if source is None:
-        return UnrollAdvice(line=where, copies=copies, proven=False,
-                            why_unproven="advise was given the PTX, not the .cu: pass the .cu "
-                                         "to have each #pragma unroll compiled")
+        found = _source_on_disk(k.kernel, where[0])
+        loops = () if found is None else _around(found, where[1], most_loops)
+        if found is not None and not loops:
+            return None          # the line is in no loop: its copies are not an unroll's
+        why = ("advise was given the PTX, not the .cu: pass the .cu to have each #pragma "
+               "unroll compiled")
+        if found is None:
+            why += (f" ({where[0]} is not on this machine: whether a loop holds the line is "
+                    "not known either)")
+        return UnrollAdvice(line=where, copies=copies, loops=loops, proven=False,
+                            why_unproven=why)
     text, path, compile_source = source
     if os.path.basename(path) != where[0]:
         return UnrollAdvice(line=where, copies=copies, proven=False,
                             why_unproven=f"the loop is in {where[0]}, not in {path}: only the "
                                          "given source is changed and compiled")
-    loops = sorted((lp for lp in source_loops(text) if lp.holds(where[1])),
-                   key=lambda lp: -lp.line)[:most_loops]
+    loops = _around(text, where[1], most_loops)
+    if not loops:
+        return None
     tries, best = [], None
     for lp in loops:
         for n in counts:
@@ -251,6 +262,25 @@ def unroll_advice(k, before, target: str, block: int, *, source=None, request=No
                 best = t
     return UnrollAdvice(line=where, copies=copies, loops=tuple(loops), tries=tuple(tries),
                         best=best)
+
+
+def _around(text: str, line: int, most: int) -> tuple:
+    """The loops of ``text`` whose body holds ``line``, innermost first (at most ``most``)."""
+    return tuple(sorted((lp for lp in source_loops(text) if lp.holds(line)),
+                        key=lambda lp: -lp.line)[:most])
+
+
+def _source_on_disk(kernel, base: str) -> str | None:
+    """The text of the file its ``.loc`` lines name with base name ``base``, if readable."""
+    for ins in kernel.instructions:
+        loc = ins.loc
+        if loc is not None and loc.known and os.path.basename(loc.file) == base:
+            try:
+                with open(loc.file, encoding="utf-8", errors="replace") as fh:
+                    return fh.read()
+            except OSError:
+                return None
+    return None
 
 
 def _better(a: UnrollTry, b: UnrollTry) -> bool:

@@ -56,19 +56,60 @@ def test_cu_input_gets_a_proven_pragma_unroll(capsys, tmp_path):
     assert any(t["compiled"]["stack_frame"] > 0 for t in item["tries"])
 
 
-def test_ptx_input_says_the_unroll_is_not_proven():
+def _ptx_naming(path) -> str:
+    """sgemm's PTX with its .file naming ``path`` (where its .loc lines say the source is)."""
     ptx = compile_cu(GEMM, "gemm", "sm_80", lineinfo=True)
-    r = advise(ptx, "gemm.ptx", "sm_80", kernel="sgemm_8x8")
+    return re.sub(r'(\.file\s+1\s+)"[^"]*"', lambda m: f'{m.group(1)}"{path}"', ptx, count=1)
+
+
+def test_ptx_input_says_the_unroll_is_not_proven(tmp_path):
+    fma = next(i for i, t in enumerate(GEMM.splitlines(), 1) if "fmaf(" in t)
+    # the source is not where the .loc lines say: the loop is not known either
+    r = advise(_ptx_naming(tmp_path / "gone" / "gemm.cu"), "gemm.ptx", "sm_80",
+               kernel="sgemm_8x8")
     (k,) = r.kernels
     (item,) = [it for it in k.items if it.kind == "unroll"]
     assert item.proven is False and item is k.items[-1]       # ranked after proven items
     d = item.to_dict(len(k.items))
     assert d["after"] is None and d["buys"] is None and d["proven"] is False
-    assert "pass the .cu" in d["after_from"]
-    text = r.to_text()
-    assert "not proven: advise was given the PTX" in text
-    fma = next(i for i, t in enumerate(GEMM.splitlines(), 1) if "fmaf(" in t)
-    assert f"loop around gemm.cu:{fma} " in item.change
+    assert "pass the .cu" in d["after_from"] and "not on this machine" in d["after_from"]
+    assert f"the loop around gemm.cu:{fma} " in item.change
+    assert "not proven: advise was given the PTX" in r.to_text()
+    # the source is there: the loops around the line are named, still not proven
+    (tmp_path / "gemm.cu").write_text(GEMM)
+    r = advise(_ptx_naming(tmp_path / "gemm.cu"), "gemm.ptx", "sm_80", kernel="sgemm_8x8")
+    (item,) = [it for it in r.kernels[0].items if it.kind == "unroll"]
+    around = sorted((lp.line for lp in source_loops(GEMM) if lp.holds(fma)), reverse=True)
+    assert item.proven is False and around[-1] < fma
+    assert "one of the loops at " + ", ".join(f"gemm.cu:{n}" for n in around) in item.change
+
+
+FLAT = """__global__ void flat(const float* __restrict__ a, float* out)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = a[t] * a[t + 64] + a[t + 128] * a[t + 192] + a[t + 256] * a[t + 320];
+    out[t] = s;
+}
+"""
+
+
+def test_a_repeated_line_in_no_loop_gets_no_unroll_advice(tmp_path):
+    """Six loads on one line are six copies of ld.global, but no loop holds the line: no
+    #pragma unroll is suggested (from the .cu, and from the PTX whose source is on disk)."""
+    from ptxforge.frontends.cuda_source import compile_cuda
+    from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.unroll import line_copies, peak_line
+
+    path = str(tmp_path / "flat.cu")
+    (tmp_path / "flat.cu").write_text(FLAT)
+    ptx = compile_cuda(FLAT, path, "sm_80")
+    (k,) = analyze_ptx(ptx, "flat.ptx", "sm_80").kernels
+    where = peak_line(k)
+    assert where[1] == 4 and line_copies(k.kernel)[where[:2]] >= 2     # replicated, no loop
+    for source in (None, (FLAT, path, lambda t: compile_cuda(t, path, "sm_80"))):
+        r = advise(ptx, path, "sm_80", source=source)
+        assert not [it for it in r.kernels[0].items if it.kind == "unroll"]
+        assert not any("unroll" in n for n in r.kernels[0].notes)
 
 
 def test_a_variant_nvrtc_refuses_is_a_try_not_a_crash():
