@@ -107,6 +107,16 @@ _EFFECTS = (("schedule", ("kept longer", "not live here")),
             ("not traced", ("not traced",)))
 
 
+def _short(effect: str, net: int, g) -> str:
+    """A net effect in a word or two, by its sign (:meth:`Gap.headline`)."""
+    if effect == "schedule":
+        if net < 0:
+            return "rematerialised"
+        return "kept longer (loads hoisted)" if g.kept_loads else "kept longer"
+    return {"folded": "folded", "copies": "copies", "bookkeeping": "overhead"}.get(effect,
+                                                                                  effect)
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class Gap:
     """REGCOUNT − estimate and its reasons (non-zero ones, :data:`REASONS` order); they sum
@@ -169,8 +179,10 @@ class Gap:
             return (f"ptxas needs as many registers as the PTX's live count ({self.regcount}); "
                     "the effects below offset each other")
         more = "more" if t > 0 else "fewer"
+        nets = ", ".join(f"{_short(e.effect, e.registers, self)} {e.registers:+d}"
+                         for e in self.effects() if e.registers)
         return (f"ptxas needs {abs(t)} {more} registers than the PTX's live count "
-                f"({self.regcount} against {self.estimate})")
+                f"({self.regcount} against {self.estimate})" + (f": {nets}" if nets else ""))
 
     def notes(self) -> tuple:
         """One sentence per reason, largest first, for ``analyze`` and ``compare``."""

@@ -46,7 +46,10 @@ def test_effects_net_the_components_and_come_first():
     first_part = next(i for i, n in enumerate(notes) if n.startswith("From the SASS: "))
     assert first_effect < first_part
     assert notes[first_effect] == f"In effect: {g.headline()}."
-    assert f"({k.stats.registers} against {g.estimate})" in notes[first_effect]
+    assert f"({k.stats.registers} against {g.estimate}): " in notes[first_effect]
+    tail = notes[first_effect].split("): ", 1)[1]
+    assert [int(x) for x in re.findall(r" ([+-]\d+)(?=,|\.$)", tail)] == \
+        [e.registers for e in effects if e.registers]        # the nets, largest first
     d = k.to_dict()
     assert [e["registers"] for e in d["gap_effects"]] == [e.registers for e in effects]
 
