@@ -65,7 +65,8 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
           "value, or options that do not go together (printed with the command's usage)")
 
 #: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
-_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune")
+_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune",
+                "advise")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,

@@ -58,6 +58,8 @@ def add(sub) -> None:
     r.add_argument("--spill-budget", default=0, type=int_range(0, None, "spill budget"),
                    metavar="BYTES",
                    help="with --sweep: also recommend the best cap spilling at most BYTES")
+    r.add_argument("--advise", action="store_true",
+                   help="add `ptxforge advise`'s ranked changes, each compiled, per kernel")
     r.add_argument("--source-dir", action="append", default=[], metavar="DIR",
                    help="folder to look in for sources the .loc paths do not reach "
                         "(repeatable; the input file's folder is always searched)")
@@ -107,14 +109,30 @@ def load_python_module(path: str):
     return found
 
 
+def _cuda_source(args):
+    """``(text, path, compile)`` of a ``.cu`` input for ``--advise`` (its unroll changes are
+    compiled with the same NVRTC flags), else None."""
+    from ptxforge.frontends.cuda_source import compile_cuda, is_cuda_source
+
+    if not args.advise or args.file == "-" or not is_cuda_source(args.file):
+        return None
+
+    def build(text):
+        return compile_cuda(text, args.file, args.arch, args.cu_flags)
+
+    with open(args.file, encoding="utf-8", errors="replace") as fh:
+        return fh.read(), args.file, build
+
+
 def run(args) -> int:
     """Run the command; the exit status."""
     from ptxforge.reports.html import PageOptions, html_report
 
     refuse_compiler_flags(args, "report")
-    if args.no_compile and args.sweep:
-        raise UsageError("report: --sweep compiles each kernel at several caps; --no-compile "
-                         "compiles nothing (give one or the other)")
+    if args.no_compile and (args.sweep or args.advise):
+        raise UsageError(f"report: {'--sweep' if args.sweep else '--advise'} compiles each "
+                         "kernel several times; --no-compile compiles nothing (give one or "
+                         "the other)")
     if (args.caps or args.spill_budget) and not args.sweep:
         raise UsageError("report: --caps and --spill-budget go with --sweep")
     dirs = list(args.source_dir)
@@ -124,7 +142,8 @@ def run(args) -> int:
 
         return run_many(args, PageOptions(sass=not args.no_sass, sweep=args.sweep,
                                           caps=args.caps, spill_budget=args.spill_budget,
-                                          source_dirs=dirs), spec_from_args(args))
+                                          source_dirs=dirs, advise=args.advise),
+                        spec_from_args(args))
     args.file = args.files[0]
     if args.file.endswith(".py"):
         source, name = load_python_module(args.file), args.file
@@ -133,7 +152,8 @@ def run(args) -> int:
     if args.file != "-":
         dirs.append(os.path.dirname(os.path.abspath(args.file)))
     options = PageOptions(sass=not args.no_sass, sweep=args.sweep, caps=args.caps,
-                          spill_budget=args.spill_budget, source_dirs=dirs)
+                          spill_budget=args.spill_budget, source_dirs=dirs,
+                          advise=args.advise, cuda_source=_cuda_source(args))
     page = html_report(source, name, spec_from_args(args), compile=not args.no_compile,
                        kernel=args.kernel, page=options, progress=progress_printer(args))
     if args.output == "-":

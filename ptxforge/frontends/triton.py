@@ -35,7 +35,7 @@ from ptxforge.errors import BackendUnavailableError, PtxforgeError
 
 from .triton_cache import with_n_spills_note
 
-__all__ = ["analyze", "compile_to_ptx", "normalize_signature"]
+__all__ = ["analyze", "compile_to_ptx", "normalize_signature", "num_warps_levers"]
 
 
 def _triton():
@@ -141,3 +141,34 @@ def analyze(kernel, signature, constexprs: Optional[dict] = None, *, num_warps: 
                       dynamic_shared=int(meta.get("shared") or 0))
     res = analyze_ptx(ptx, name, spec, **kwargs)
     return with_n_spills_note(res)
+
+
+def num_warps_levers(kernel, signature, constexprs: dict | None = None, *,
+                     num_warps: int = 4, num_stages: int = 3,
+                     target: str | int = "sm_80", options: dict | None = None,
+                     choices: tuple = (1, 2, 4, 8, 16, 32)) -> tuple:
+    """Triton's ``num_warps`` as a lever: the kernel compiled at ``num_warps`` (its present
+    figures), then recompiled by ``triton.compile`` for a ``GPUTarget`` (no GPU) at each
+    other W of ``choices``, each compile's registers, spills and blocks per SM beside what
+    32 × W threads promise at the present registers
+    (:func:`~ptxforge.reports.levers.prove_num_warps`).  ``(now, proven levers)``.
+
+    Example::
+
+        >>> now, proven = num_warps_levers(matmul, sig, {"BM": 64, "BN": 64, "BK": 32},
+        ...                                target="sm_80")                 # doctest: +SKIP
+        >>> proven[0].lever.kind, proven[0].outcome.registers               # doctest: +SKIP
+        ('triton num_warps', 96)
+    """
+    from ptxforge.reports.levers import compile_outcome, prove_num_warps
+
+    tgt = as_target(target).name
+
+    def recompile(w: int) -> tuple:
+        ptx, meta = compile_to_ptx(kernel, signature, constexprs, num_warps=w,
+                                   num_stages=num_stages, target=target, options=options)
+        return ptx, str(meta.get("name")), int(meta.get("shared") or 0)
+
+    ptx, name, dyn = recompile(num_warps)
+    now = compile_outcome(ptx, name, tgt, 32 * num_warps, dynamic_shared=dyn)
+    return now, prove_num_warps(recompile, num_warps, now, tgt, choices=choices)

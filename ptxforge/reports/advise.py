@@ -3,8 +3,10 @@ and after from real compiles.
 
 The changes: a register cap (with the lever that takes effect for the kernel and front end,
 :mod:`ptxforge.reports.levers`), the block size that gives the most blocks per SM, the shared
-memory per block that would gain a block (against the next cliff), and removing the cap that
-makes a kernel spill.  Each item says what it buys (blocks per SM, occupancy) and what it costs
+memory per block that would gain a block (against the next cliff), removing the cap that
+makes a kernel spill, and ``#pragma unroll N`` on the loop whose replicated body holds the
+peak (:mod:`ptxforge.reports.unroll`: compiled from the changed ``.cu`` when the source is
+given, else marked as not proven).  Each item says what it buys (blocks per SM, occupancy) and what it costs
 (spill bytes, SASS instructions).  "after" comes from a compile of the changed PTX; where a
 change does not alter the code (the block size of a kernel without launch bounds, less shared
 memory) it is the kernel's own compile set at the new launch, and ``after_from`` says so.
@@ -13,7 +15,8 @@ JSON (``"schema": "ptxforge.advise/1"``)::
 
     schema, file, arch, kernels: [{kernel, frontend, block_size, before: FIG,
                                    items: [{rank, kind, change, lever, levers, before: FIG,
-                                            after: FIG, after_from, buys, costs}]}]
+                                            after: FIG | null, after_from, proven, buys,
+                                            costs, tries?}]}]
     FIG = {registers, spill_stores, spill_loads, stack_frame, blocks_per_sm, occupancy,
            instructions, error, spill_lines: [{file, line, stores, loads, store_bytes,
            load_bytes, loop_depth, offsets}]}   (spill_lines: STL/LDL by source line, when
@@ -58,10 +61,14 @@ class AdviceItem:
     after_from: str
     lever: Optional[dict] = None
     levers: tuple = ()
+    proven: bool = True            # False: "after" is not known (nothing could be compiled)
+    tries: tuple = ()              # the unroll variants compiled: dicts
 
     @property
     def gain(self) -> tuple:
         """(blocks per SM gained, spill bytes saved): the ranking key."""
+        if not self.proven:
+            return (0, 0)
         return ((self.after.blocks_per_sm or 0) - (self.before.blocks_per_sm or 0),
                 self.before.spill - self.after.spill)
 
@@ -71,14 +78,23 @@ class AdviceItem:
                else round(a.occupancy - b.occupancy, 6))
         ins = (None if a.instructions is None or b.instructions is None
                else a.instructions - b.instructions)
-        return {"rank": rank, "kind": self.kind, "change": self.change, "lever": self.lever,
-                "levers": list(self.levers), "before": b.to_dict(), "after": a.to_dict(),
-                "after_from": self.after_from,
-                "buys": {"blocks_per_sm": self.gain[0], "occupancy": occ,
-                         "spill_bytes_saved": max(self.gain[1], 0)},
-                "costs": {"spill_bytes": max(-self.gain[1], 0), "instructions": ins}}
+        out = {"rank": rank, "kind": self.kind, "change": self.change, "lever": self.lever,
+               "levers": list(self.levers), "before": b.to_dict(),
+               "after": a.to_dict() if self.proven else None,
+               "after_from": self.after_from, "proven": self.proven,
+               "buys": {"blocks_per_sm": self.gain[0], "occupancy": occ,
+                        "spill_bytes_saved": max(self.gain[1], 0)},
+               "costs": {"spill_bytes": max(-self.gain[1], 0), "instructions": ins}}
+        if not self.proven:
+            out["buys"] = out["costs"] = None
+        if self.tries:
+            out["tries"] = list(self.tries)
+        return out
 
     def text(self, rank: int) -> list:
+        if not self.proven:
+            return [f"  {rank}. {self.kind}: {self.change}",
+                    f"     not proven: {self.after_from}"]
         d = self.to_dict(rank)
         buys, costs = d["buys"], d["costs"]
         blocks, occ = buys["blocks_per_sm"], buys["occupancy"]
@@ -259,21 +275,57 @@ def _shared_item(k, target: str, before: Outcome) -> Optional[AdviceItem]:
     return None
 
 
+def _unroll_item(k, target: str, block: int, before: Outcome, source,
+                 request) -> tuple:
+    """(item or None, note or None): ``#pragma unroll N`` on the loop around the peak's line
+    when that line is replicated (:mod:`ptxforge.reports.unroll`), proven by compiling the
+    changed source; unproven without it."""
+    from .unroll import unroll_advice
+
+    adv = unroll_advice(k, before, target, block, source=source, request=request)
+    if adv is None:
+        return None, None
+    f, line, view = adv.line
+    held = f"{f}:{line} ({adv.copies} copies in the PTX; the {view} view's peak line)"
+    if not adv.proven:
+        where = (f"one of the loops at {', '.join(f'{f}:{lp.line}' for lp in adv.loops)} "
+                 f"(they hold {held})" if adv.loops else f"the loop around {held}")
+        return AdviceItem(kind="unroll", change=f"#pragma unroll N, N below the present "
+                          f"unroll, on {where}", before=before,
+                          after=Outcome(), after_from=adv.why_unproven, proven=False), None
+    tries = tuple({"loop_line": t.loop.line, "unroll": t.n, "compiled": t.outcome.to_dict()}
+                  for t in adv.tries)
+    if adv.best is None:
+        if not adv.tries:
+            return None, None
+        tried = ", ".join(f"{t.n} at {f}:{t.loop.line}" for t in adv.tries)
+        return None, (f"{held} is a replicated loop body; unrolling less gains no block "
+                      f"without spills (compiled #pragma unroll {tried})")
+    b = adv.best
+    now = "no pragma" if b.loop.pragma is None else f"now #pragma unroll {b.loop.pragma}".strip()
+    return AdviceItem(kind="unroll", change=f"#pragma unroll {b.n} on the loop at "
+                      f"{f}:{b.loop.line} ({now}; it holds {held})", before=before,
+                      after=b.outcome, after_from=f"compiled: the .cu with #pragma unroll "
+                      f"{b.n} at line {b.loop.line}, NVRTC then ptxas", tries=tries), None
+
+
 def _rank(item: AdviceItem) -> tuple:
-    """Most occupancy gained first (blocks per SM differ in size between block sizes), then
-    the fewest spill bytes added, the most removed."""
+    """Proven items first; most occupancy gained first (blocks per SM differ in size between
+    block sizes), then the fewest spill bytes added, the most removed."""
     b, a = item.before, item.after
-    occ = (a.occupancy or 0.0) - (b.occupancy or 0.0)
-    return (-round(occ, 9), max(-item.gain[1], 0), -item.gain[1])
+    occ = (a.occupancy or 0.0) - (b.occupancy or 0.0) if item.proven else 0.0
+    return (not item.proven, -round(occ, 9), max(-item.gain[1], 0), -item.gain[1])
 
 
 def advise(text: Union[str, bytes], file: str = "<ptx>",
            spec: Union[LaunchSpec, str, int, None] = None, *, kernel=None, request=None,
-           spill_budget: int = 0, progress=None) -> AdviseReport:
+           spill_budget: int = 0, progress=None, source=None) -> AdviseReport:
     """Sweep, then prove and rank the changes for every selected kernel of the PTX ``text``
     (``spec``, ``kernel``, ``request`` as in
     :func:`~ptxforge.reports.occupancy_sweep.sweep_report`; ``spill_budget`` also proposes the
-    cap with the most occupancy whose spills stay within that many bytes)."""
+    cap with the most occupancy whose spills stay within that many bytes; ``source``, the
+    CUDA source the PTX came from as ``(text, path, compile)`` with ``compile(text)`` its PTX
+    (NVRTC with the user's flags), lets an unroll change be compiled and proven)."""
     from .occupancy_sweep import sweep_report
 
     if isinstance(text, (bytes, bytearray)):
@@ -298,6 +350,9 @@ def advise(text: Union[str, bytes], file: str = "<ptx>",
                           _shared_item(k, tgt, before)):
                 if extra is not None:
                     items.append(extra)
+            unroll, note = _unroll_item(k, tgt, block, before, source, rep.request)
+            items += [unroll] if unroll is not None else []
+            notes += [note] if note else []
         else:
             notes.append(f"{tgt}: no occupancy table, so no change can be ranked by blocks/SM")
         gaining = [r for r in s.rows if r.ok and r.blocks_per_sm and before.blocks_per_sm
@@ -310,6 +365,10 @@ def advise(text: Union[str, bytes], file: str = "<ptx>",
                          f"{spilling.cap} ({spilling.registers} registers, {spill} spill "
                          f"bytes, {spilling.blocks_per_sm} blocks/SM); --spill-budget {spill} "
                          "proposes it with its lever")
+        if frontend == "triton":
+            notes.append("the block size of a Triton kernel is num_warps, which changes its "
+                         "code: ptxforge.frontends.triton.num_warps_levers recompiles it at "
+                         "each num_warps (advise has only the PTX)")
         if entry.threads is not None and frontend in ("cuda", "ptx", "numba"):
             notes.append("-maxrregcount does not cap this kernel: ptxas ignores it for a "
                          "kernel with launch bounds (.maxntid/.reqntid)")

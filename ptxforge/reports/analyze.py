@@ -315,6 +315,8 @@ class KernelAnalysis:
             "occupancy": occ,
             "gap": None if self.gap is None else [
                 {"reason": r.reason, "registers": r.registers} for r in self.gap.reasons],
+            "gap_effects": None if self.gap is None else [
+                e.to_dict() for e in self.gap.effects()],
             "notes": list(self.notes()),
         }
 

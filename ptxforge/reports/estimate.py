@@ -208,6 +208,9 @@ class Comparison:
                        "function counted once); size the stack for the deepest recursion.")
         if self.gap is not None and self.gap.total == self.difference:
             # measured from the SASS (reports.gap): these replace the guesses below
+            # net effects in plain words first, then the signed components they net
+            out.append(f"In effect: {self.gap.headline()}.")
+            out += [f"In effect: {e.text}." for e in self.gap.effects()]
             out += [f"From the SASS: {n}" for n in self.gap.notes()]
             floor = "sass"
         else:

@@ -37,8 +37,9 @@ from collections import Counter
 import attrs
 
 from ptxforge.arch.ptxas_model import REGCOUNT_RESERVED
+from ptxforge.ptx.opcodes import MemoryAccess, opcode_of
 
-__all__ = ["REASONS", "Gap", "GapReason", "explain_gap"]
+__all__ = ["REASONS", "Gap", "GapEffect", "GapReason", "explain_gap"]
 
 #: Every reason, in the order reports list them.
 REASONS = ("fixed overhead", "call-graph floor", "alignment holes", "ABI call clobbers",
@@ -81,6 +82,42 @@ class GapReason:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class GapEffect:
+    """A net effect of the gap in plain words: ``effect`` (``"schedule"``, ``"folded"``,
+    ``"copies"``, ``"bookkeeping"``, ``"peak elsewhere"``, ``"not traced"``), its net
+    ``registers`` (the sum of ``parts``, the signed reasons it nets) and the sentence."""
+
+    effect: str
+    registers: int
+    text: str
+    parts: tuple = ()          # ((reason, registers), ...)
+
+    def to_dict(self) -> dict:
+        return {"effect": self.effect, "registers": self.registers, "text": self.text,
+                "parts": [{"reason": r, "registers": n} for r, n in self.parts]}
+
+
+#: Which reasons each net effect sums (:meth:`Gap.effects`).
+_EFFECTS = (("schedule", ("kept longer", "not live here")),
+            ("folded", ("folded away",)),
+            ("copies", ("unroll copies", "extra copies")),
+            ("bookkeeping", ("fixed overhead", "call-graph floor", "alignment holes",
+                             "ABI call clobbers", "ptxas-made values")),
+            ("peak elsewhere", ("peak elsewhere",)),
+            ("not traced", ("not traced",)))
+
+
+def _short(effect: str, net: int, g) -> str:
+    """A net effect in a word or two, by its sign (:meth:`Gap.headline`)."""
+    if effect == "schedule":
+        if net < 0:
+            return "rematerialised"
+        return "kept longer (loads hoisted)" if g.kept_loads else "kept longer"
+    return {"folded": "folded", "copies": "copies", "bookkeeping": "overhead"}.get(effect,
+                                                                                  effect)
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class Gap:
     """REGCOUNT − estimate and its reasons (non-zero ones, :data:`REASONS` order); they sum
     to ``total`` exactly."""
@@ -92,6 +129,11 @@ class Gap:
     #: each holds (:meth:`~ptxforge.reports.sass_trace.KernelTrace.peak_groups`), most first
     peak_lines: tuple = ()
     sass_peak: int = 0
+    #: of the ``kept longer`` values, those a PTX load (``ld.*``, ``tex``…) defines
+    kept_loads: int = 0
+    #: the SASS peak lies in a loop: (unroll, depth) of the innermost one (unroll None: no
+    #: SASS loop holds its lines), else None
+    peak_loop: tuple | None = None
 
     @property
     def total(self) -> int:
@@ -103,12 +145,128 @@ class Gap:
     def to_list(self) -> list:
         return [r.to_dict() for r in self.reasons]
 
+    def effects(self) -> tuple:
+        """The reasons netted into what they mean (:class:`GapEffect` s, largest first, zero
+        nets left out unless their parts offset): ``kept longer`` with ``not live here`` is
+        what ptxas's schedule does, the copies, the bookkeeping registers that hold no value.
+
+        Example::
+
+            >>> g = Gap(regcount=40, estimate=30, reasons=(GapReason(reason="kept longer",
+            ...         registers=14), GapReason(reason="not live here", registers=-4)),
+            ...         kept_loads=9)
+            >>> g.effects()[0].text[:60]
+            'ptxas keeps 10 more values live at its peak than the PTX ord'
+            >>> g.effects()[0].text[77:]
+            ": 14 kept longer (9 loaded values: loads hoisted; 5 computed values kept longer), 4 of the PTX's live values computed later or rematerialised"
+        """
+        out = []
+        got = {r.reason: r.registers for r in self.reasons}
+        for effect, reasons in _EFFECTS:
+            parts = tuple((r, got[r]) for r in reasons if got.get(r))
+            if not parts:
+                continue
+            net = sum(n for _, n in parts)
+            out.append(GapEffect(effect=effect, registers=net, parts=parts,
+                                 text=_effect_text(effect, net, dict(parts), self)))
+        out.sort(key=lambda e: (-abs(e.registers), [x for x, _ in _EFFECTS].index(e.effect)))
+        return tuple(out)
+
+    def headline(self) -> str:
+        """The whole gap in one sentence: ptxas's count against the PTX's live count."""
+        t = self.total
+        if t == 0:
+            return (f"ptxas needs as many registers as the PTX's live count ({self.regcount}); "
+                    "the effects below offset each other")
+        more = "more" if t > 0 else "fewer"
+        nets = ", ".join(f"{_short(e.effect, e.registers, self)} {e.registers:+d}"
+                         for e in self.effects() if e.registers)
+        return (f"ptxas needs {abs(t)} {more} registers than the PTX's live count "
+                f"({self.regcount} against {self.estimate})" + (f": {nets}" if nets else ""))
+
     def notes(self) -> tuple:
         """One sentence per reason, largest first, for ``analyze`` and ``compare``."""
         out = []
         for r in sorted(self.reasons, key=lambda r: (-abs(r.registers), REASONS.index(r.reason))):
             out.append(f"{r.registers:+d} {r.reason}: {r.detail or _WHY[r.reason]}.")
         return tuple(out)
+
+
+def _loop_words(g: Gap) -> str:
+    if g.peak_loop is None:
+        return ""
+    unroll, depth = g.peak_loop
+    nest = f" (loop depth {depth})" if depth > 1 else ""
+    rolled = f" unrolled {unroll}x" if unroll and unroll > 1 else ""
+    return f" across the loop{rolled}{nest} that holds the SASS peak"
+
+
+def _effect_text(effect: str, net: int, parts: dict, g: Gap) -> str:
+    """The plain-words sentence of one net effect."""
+    n = abs(net)
+    if effect == "schedule":
+        kept, gone = parts.get("kept longer", 0), -parts.get("not live here", 0)
+        other = kept - g.kept_loads
+        why = "; ".join(([f"{g.kept_loads} loaded values: loads hoisted"] if g.kept_loads
+                         else []) + ([f"{other} computed values kept longer"] if other else []))
+        bits = ([f"{kept} kept longer ({why})"] if kept else []) + (
+            [f"{gone} of the PTX's live values computed later or rematerialised"]
+            if gone else [])
+        if net > 0 and not gone and g.kept_loads == kept:
+            return (f"ptxas keeps {kept} loaded values live{_loop_words(g)}: loads hoisted "
+                    "(issued early to hide their latency)")
+        if net > 0:
+            lead = (f"ptxas keeps {n} more values live at its peak than the PTX order has "
+                    f"live there{_loop_words(g)}")
+        elif net == 0:
+            lead = "ptxas's schedule moves values without changing the count"
+        else:
+            lead = (f"ptxas holds {n} fewer of the PTX's live values at its peak"
+                    f"{_loop_words(g)}: values rematerialised or computed later")
+        return f"{lead}: {', '.join(bits)}"
+    if effect == "folded":
+        return (f"{n} values the PTX counts need no register: constant offsets and "
+                "parameters folded into the instructions")
+    if effect == "copies":
+        if "unroll copies" in parts:
+            return (f"ptxas holds {n} values in more than one register: copies made by "
+                    "unrolling a loop")
+        return f"ptxas holds {n} values in more than one register (versions it kept)"
+    if effect == "bookkeeping":
+        what = ", ".join(f"{v} {k}" for k, v in parts.items())
+        return f"{n} registers hold no value of yours: {what}"
+    if effect == "peak elsewhere":
+        side = "fewer" if net < 0 else "more"
+        return (f"the SASS peak is at another point of the kernel, where the PTX has {n} "
+                f"{side} values live than at its own peak")
+    return f"{n} registers live at the SASS peak could not be traced to a value"
+
+
+def _is_load(ins) -> bool:
+    """A memory load (the opcode table's MemoryAccess), parameters (the constant bank) not."""
+    op = opcode_of(ins.opcode)
+    acc = op.info.get(MemoryAccess) if op.info is not None else None
+    return acc is not None and acc.direction == "load" and op.space != "param"
+
+
+def _load_defined(liveness) -> set:
+    """PTX register names a load defines somewhere in the kernel."""
+    out: set = set()
+    if liveness is None:
+        return out
+    for ins, defs in zip(liveness.cfg.instructions, liveness.instruction_defs):
+        if _is_load(ins):
+            out |= {liveness.register(d).name for d in defs}
+    return out
+
+
+def _peak_loop(trace, peak: int) -> tuple | None:
+    """(unroll, depth) of the innermost PTX loop whose SASS instructions reach ``peak``."""
+    inner = [lp for lp in trace.loops if lp.peak >= peak > 0]
+    if not inner:
+        return None
+    lp = max(inner, key=lambda x: (x.depth, -(x.ptx_lines[1] - x.ptx_lines[0])))
+    return (lp.unroll, lp.depth)
 
 
 def _live_units(liveness, index: int | None) -> tuple:
@@ -153,6 +311,7 @@ def explain_gap(report, trace, liveness=None,
     copies = sum(n - 1 for n in held.values())
     parts["unroll copies" if loops_unrolled else "extra copies"] += copies
     n_live, l_pairs = _live_units(liveness, trace.peak_ptx_index)
+    kept_loads = 0
     if liveness is None or trace.peak_ptx_index is None:
         parts["peak elsewhere"] += len(held) - est
     else:
@@ -164,6 +323,10 @@ def explain_gap(report, trace, liveness=None,
                     break
         in_both = len(merged_ok)
         parts["kept longer"] += len(held) - in_both
+        loaded = _load_defined(liveness)
+        kept_loads = sum(1 for (name, unit) in held
+                         if not any((n, unit) in l_pairs for n in name.split("|"))
+                         and any(n in loaded for n in name.split("|")))
         missing = l_pairs - merged_ok
         folded = sum(1 for p in missing if p in trace.folded)
         parts["folded away"] -= folded
@@ -181,4 +344,5 @@ def explain_gap(report, trace, liveness=None,
     reasons = tuple(GapReason(reason=r, registers=parts[r], detail=why[r])
                     for r in REASONS if parts.get(r))
     return Gap(regcount=regcount, estimate=est, reasons=reasons,
-               peak_lines=trace.peak_groups("line"), sass_peak=peak)
+               peak_lines=trace.peak_groups("line"), sass_peak=peak, kept_loads=kept_loads,
+               peak_loop=_peak_loop(trace, peak))

@@ -14,7 +14,12 @@ tests/reports/test_levers.py on real compiles):
   a new ``__maxnreg__`` (the lower of two caps wins);
 * Triton: ``maxnreg=N`` (``triton.Config(..., maxnreg=N)`` or ``triton.compile`` options),
   which Triton writes as ``.maxnreg N`` beside its ``.reqntid``;
-* the DSL: ``kb.maxnreg(N)``, or ``kb.maxntid(T)`` with ``kb.minnctapersm(k)``.
+* the DSL: ``kb.maxnreg(N)``, or ``kb.maxntid(T)`` with ``kb.minnctapersm(k)``;
+* Triton's block size: ``num_warps=W`` (32 × W threads, Triton's ``.reqntid``), which changes
+  the code Triton generates, so :func:`prove_num_warps` recompiles the kernel with
+  ``triton.compile`` for each W (:func:`ptxforge.frontends.triton.num_warps_levers` gives it
+  the kernel) and shows its registers and blocks per SM beside what the block size promised
+  at the kernel's present registers.
 
 Each lever is applied the way the user's change reaches ptxas (the directive written into the
 kernel's PTX, or the option passed) and compiled whole-program with the sweep's compiler; the
@@ -40,8 +45,8 @@ from ptxforge.ptx.directives import ptx_entries, with_directives
 from ptxforge.toolchain.regcap import implied_register_cap
 
 __all__ = ["FRONTENDS", "Lever", "Outcome", "ProvenLever", "Recommendation", "compile_outcome",
-           "detect_frontend", "levers_for", "prove_lever", "prove_recommendation",
-           "with_spill_lines"]
+           "detect_frontend", "levers_for", "prove_lever", "prove_num_warps",
+           "prove_recommendation", "with_spill_lines"]
 
 #: The front ends a lever is written for (``ptx``: hand-written or unknown PTX).
 FRONTENDS = ("cuda", "triton", "numba", "dsl", "ptx")
@@ -217,13 +222,18 @@ class ProvenLever:
     lever: Lever
     outcome: Outcome
     holds: bool
+    promise: Outcome | None = None     # its own promise (num_warps), else the sweep row's
 
     def to_dict(self) -> dict:
-        return {**self.lever.to_dict(), "compiled": self.outcome.to_dict(), "holds": self.holds}
+        d = {**self.lever.to_dict(), "compiled": self.outcome.to_dict(), "holds": self.holds}
+        if self.promise is not None:
+            d["promise"] = self.promise.to_dict()
+        return d
 
     def text(self) -> str:
         verdict = "holds" if self.holds else "does not hold"
-        return f"{self.lever.text} (compiled: {self.outcome.text()}: {verdict})"
+        promised = "" if self.promise is None else f"promised: {self.promise.text()}; "
+        return f"{self.lever.text} ({promised}compiled: {self.outcome.text()}: {verdict})"
 
 
 def compile_outcome(ptx: str, kernel: str, target: str, block_size: int, *, request=None,
@@ -371,3 +381,62 @@ def prove_recommendation(sweep, ptx: str, choose, *, request=None,
         dropped.append((choice.cap, tuple(proven)))
         rows.remove(row)
     return Recommendation(choice=None, dropped=tuple(dropped))
+
+
+def _warps_promise(now: Outcome, threads: int, target: str, dynamic_shared: int) -> Outcome:
+    """What ``threads`` per block promises at the kernel's present registers and shared."""
+    occ = occupancy(now.registers or 0, threads, target, dynamic_shared=dynamic_shared)
+    return attrs.evolve(now, blocks_per_sm=occ.active_blocks, occupancy=occ.occupancy,
+                        instructions=None, spill_lines=())
+
+
+def prove_num_warps(recompile, num_warps: int, now: Outcome, target: str, *, request=None,
+                    choices: tuple = (1, 2, 4, 8, 16, 32)) -> tuple:
+    """Triton's ``num_warps`` lever, proven: for each W of ``choices`` other than the
+    kernel's ``num_warps`` (whose compile gave ``now``), ``recompile(W)`` gives
+    ``(ptx, kernel name, dynamic shared bytes)`` (Triton's compile at that W) and the PTX is
+    compiled and read at 32 × W threads.  The promise is the block size's occupancy at the
+    present registers; the lever holds when the recompiled kernel reaches at least that
+    occupancy and spills no more.  :class:`ProvenLever` s, most occupancy first (a W Triton
+    or ptxas refuses: its error in ``outcome.error``).
+
+    Example::
+
+        >>> now = Outcome(registers=40, spill_stores=0, spill_loads=0)
+        >>> def recompile(w):   # Triton's PTX at num_warps=w, as the front end gives it
+        ...     return triton_ptx(w), "k", 0                                # doctest: +SKIP
+        >>> [p.lever.text for p in prove_num_warps(recompile, 4, now, "sm_80",
+        ...                                         choices=(8,))]          # doctest: +SKIP
+        ['num_warps=8 (triton.Config or triton.compile options)']
+    """
+    from ptxforge.arch.occupancy import arch_props
+    from ptxforge.errors import PtxforgeError
+
+    if unknown_arch_reason(target) is not None:
+        return ()
+    limit = arch_props(target).max_threads_per_block
+    out = []
+    for w in choices:
+        threads = 32 * w
+        if w == num_warps or threads > limit:
+            continue
+        lever = Lever(kind="triton num_warps", value=(w,),
+                      text=f"num_warps={w} (triton.Config or triton.compile options)",
+                      applied=f"triton.compile with num_warps={w}: {threads} threads per "
+                              f"block (.reqntid {threads})")
+        try:
+            ptx, kernel, dyn = recompile(w)
+        except PtxforgeError as exc:
+            out.append(ProvenLever(lever=lever, outcome=Outcome(error=str(exc).splitlines()[0]),
+                                   holds=False))
+            continue
+        promise = _warps_promise(now, threads, target, dyn)
+        got = compile_outcome(ptx, kernel, target, threads, request=request,
+                              dynamic_shared=dyn)
+        holds = (got.error is None and got.spill <= now.spill
+                 and (got.occupancy or 0.0) >= (promise.occupancy or 0.0) - 1e-9)
+        out.append(attrs.evolve(ProvenLever(lever=lever, outcome=got, holds=holds),
+                                promise=promise))
+    out.sort(key=lambda p: (p.outcome.error is not None, -(p.outcome.occupancy or 0.0),
+                            p.lever.value))
+    return tuple(out)

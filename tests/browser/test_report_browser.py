@@ -143,3 +143,136 @@ def test_index_table_sorts(browser):
     assert by_name == sorted(before, key=str.lower)
     pg.close()
     assert errors == []
+
+
+def _wide(browser, name: str, errors: list):
+    """``name``'s page in a 1,400 px wide window."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(page(name).as_uri())
+    pg.wait_for_load_state("load")
+    return pg
+
+
+def test_page_uses_the_full_width_of_the_window(browser):
+    errors: list = []
+    pg = _wide(browser, "gemm", errors)
+    got = pg.evaluate("""() => ({
+        section: document.querySelector('section.kernel').getBoundingClientRect().width,
+        timeline: document.querySelector('svg.timeline').getBoundingClientRect().width,
+        source: document.querySelector('table.src').getBoundingClientRect().width,
+        cliffs: document.querySelector('svg[id$="-cliffs"]').getBoundingClientRect().width,
+        window: window.innerWidth})""")
+    assert got["window"] == 1400
+    for part in ("section", "timeline", "source", "cliffs"):
+        assert got[part] >= 0.9 * 1400, (part, got)
+    pg.close()
+    assert errors == []
+
+
+_HEAT = """() => [...document.querySelectorAll('tr.code')].map(r => ({
+    live: parseInt(r.dataset.live), heat: parseInt(r.dataset.heat),
+    bg: getComputedStyle(r).backgroundColor}))"""
+
+
+def test_heat_is_relative_by_quantile(browser, tmp_path_factory):
+    """sgemm_8x8: its loop lines span about the top tenth of the live range; by quantile they
+    fall in different classes and colours, hotter never below cooler."""
+    errors: list = []
+    pg = _wide(browser, "advise", errors)
+    rows = pg.evaluate(_HEAT)
+    top = max(r["live"] for r in rows)
+    assert {r["heat"] for r in rows if r["live"] == top} == {4}
+    assert all(r["heat"] < 4 for r in rows if r["live"] < top)
+    for a in rows:                 # monotone: more live never a cooler class
+        for b in rows:
+            if a["live"] > b["live"]:
+                assert a["heat"] >= b["heat"]
+    colour = {}
+    for r in rows:
+        assert colour.setdefault(r["heat"], r["bg"]) == r["bg"]   # one colour per class
+    assert len(set(colour.values())) == len(colour) >= 4
+    hot = [r for r in rows if r["live"] >= 0.9 * top]          # the hot loop's lines
+    assert len({r["heat"] for r in hot}) >= 2 and len({r["bg"] for r in hot}) >= 2
+    pg.locator("table.src").scroll_into_view_if_needed()
+    pg.screenshot(path=str(_screens(tmp_path_factory) / "advise-source.png"))
+    pg.close()
+    assert errors == []
+
+
+_SWEEP = """() => [...document.querySelectorAll('table.sweep tbody tr')].map(r => ({
+    cap: r.dataset.cap, marked: r.classList.contains('recommended'),
+    cells: [...r.cells].map(c => c.textContent.trim())}))"""
+
+
+def test_sweep_table_marks_the_recommended_rows_with_their_lever(browser, tmp_path_factory):
+    from report_pages import ADVISE_BUDGET
+
+    errors: list = []
+    pg = _wide(browser, "advise", errors)
+    rows = pg.evaluate(_SWEEP)
+    assert len(rows) >= 8
+
+    def figures(r):
+        st, ld = (int(x) for x in r["cells"][2].split(" / "))
+        return {"spill": st + ld, "blocks": int(r["cells"][3]),
+                "occ": float(r["cells"][4].rstrip("%"))}
+    marked = [r for r in rows if r["marked"]]
+    assert len(marked) == 2
+    clean, spilly = marked if figures(marked[0])["spill"] == 0 else marked[::-1]
+    best_clean = max(figures(r)["occ"] for r in rows if figures(r)["spill"] == 0)
+    assert figures(clean)["occ"] == best_clean and "no spills" in clean["cells"][5]
+    within = [r for r in rows if figures(r)["spill"] <= ADVISE_BUDGET]
+    assert figures(spilly)["occ"] == max(figures(r)["occ"] for r in within) > best_clean
+    # its lever: sgemm_8x8 has __launch_bounds__(64), so the lever is launch bounds with the
+    # row's blocks per SM (never -maxrregcount)
+    lever = spilly["cells"][5]
+    assert f"__launch_bounds__(64, {figures(spilly)['blocks']})" in lever
+    assert "maxrregcount" not in lever
+    pg.locator("table.sweep").scroll_into_view_if_needed()
+    pg.screenshot(path=str(_screens(tmp_path_factory) / "advise-sweep.png"))
+    pg.close()
+    assert errors == []
+
+
+def test_advise_section_lists_the_ranked_compiled_changes(browser, tmp_path_factory):
+    errors: list = []
+    pg = _wide(browser, "advise", errors)
+    rows = pg.evaluate("""() => [...document.querySelectorAll('table.advice tbody tr')].map(
+        r => ({rank: parseInt(r.dataset.rank), proven: r.classList.contains('proven'),
+               cells: [...r.cells].map(c => c.textContent.trim())}))""")
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    kinds = [r["cells"][1] for r in rows]
+    assert "unroll" in kinds and "register cap" in kinds
+    unroll = rows[kinds.index("unroll")]
+    assert unroll["proven"] and unroll["cells"][2].startswith("#pragma unroll ")
+    now, after = unroll["cells"][3], unroll["cells"][4]
+    blocks = [int(t.split(" blocks/SM")[0].split()[-1]) for t in (now, after)]
+    assert blocks[1] > blocks[0] and " 0 spill B" in after
+    pg.locator("table.advice").scroll_into_view_if_needed()
+    pg.screenshot(path=str(_screens(tmp_path_factory) / "advise-section.png"))
+    pg.close()
+    assert errors == []
+
+
+def test_spills_by_source_line_add_up_to_ptxas_spill_bytes(browser, tmp_path_factory):
+    errors: list = []
+    pg = _wide(browser, "spills", errors)
+    got = pg.evaluate("""() => ({
+        rows: [...document.querySelectorAll('table.spills tbody tr')].map(
+            r => [...r.cells].map(c => c.textContent.trim())),
+        card: document.querySelector('.card.ptxas .k:last-child').textContent})""")
+    stores, loads = (int(x) for x in
+                     got["card"].split("spills ")[1].split(" B st / ")[0:1]
+                     + got["card"].split(" B st / ")[1].split(" B ld")[0:1])
+    assert stores > 0 and got["rows"]
+    assert all(r[0].startswith("gemm.cu:") for r in got["rows"])
+    assert sum(int(r[2]) for r in got["rows"]) == stores
+    assert sum(int(r[4]) for r in got["rows"]) == loads
+    depths = [int(r[6]) for r in got["rows"]]
+    assert depths == sorted(depths, reverse=True) and depths[0] >= 1
+    pg.locator("table.spills").scroll_into_view_if_needed()
+    pg.screenshot(path=str(_screens(tmp_path_factory) / "spills-by-line.png"))
+    pg.close()
+    assert errors == []

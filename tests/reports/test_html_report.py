@@ -40,7 +40,7 @@ def test_pages_show_one_section_per_kernel_and_the_timeline_points():
     module = parse(corpus_ptx("gemm", "sm_80", True))
     for n, k in enumerate(module.kernels):
         r = analyze_pressure(k)
-        m = re.search(rf'<svg class="chart timeline" data-n="(\d+)" data-values="([^"]*)"'
+        m = re.search(rf'<svg class="chart timeline wide" data-n="(\d+)" data-values="([^"]*)"'
                       rf'[^>]*id="k{n}-timeline" data-bucket="1".*?</svg>', gemm)
         assert m, n
         assert int(m.group(1)) == len(k.instructions) == r.n_instructions
@@ -116,3 +116,28 @@ def test_report_cli_rejects_a_script_without_a_module(tmp_path, capsys):
     script.write_text("x = 1\n")
     code, _, err = run(capsys, "report", script, "-o", tmp_path / "r.html")
     assert code == 1 and "expected a top-level `module`" in err and "found nothing" in err
+
+
+def test_heat_classes_split_a_hot_loop_by_quantile():
+    """Lines at 76-86 of 86 with a few cool lines: the old linear scale painted the loop one
+    red; by quantile the loop's lines take several classes, the top count alone the hottest."""
+    from ptxforge.reports.html.data import HEAT_CLASSES, heat_classes
+
+    lives = [4, 10, 12, 76, 78, 80, 81, 83, 84, 85, 86, 86]
+    got = heat_classes(lives)
+    assert [c for v, c in zip(lives, got) if v == 86] == [HEAT_CLASSES - 1] * 2
+    assert all(c < HEAT_CLASSES - 1 for v, c in zip(lives, got) if v < 86)
+    loop = {c for v, c in zip(lives, got) if v >= 76}
+    assert len(loop) >= 3                                  # the loop spans classes
+    assert list(got) == sorted(got)                        # monotone in the live count
+    assert heat_classes([7, 7, 7]) == (HEAT_CLASSES - 1,) * 3
+
+
+def test_sweep_table_advise_and_spills_sections_are_in_the_page():
+    from report_pages import page_text
+
+    html = page_text("advise")
+    assert html.count('<tr class="recommended"') == 2 and 'table class="sweep"' in html
+    assert 'table class="advice"' in html and "#pragma unroll" in html
+    assert "no STL/LDL in the SASS" in html               # sgemm_8x8 does not spill
+    assert 'table class="spills"' in page_text("spills")

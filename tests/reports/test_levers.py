@@ -104,6 +104,40 @@ def test_triton_kernel_gets_maxnreg():
     assert _figures(again, "matmul", 128) == _promise(rec)
 
 
+def test_triton_num_warps_lever_recompiles_for_each_warp_count():
+    """num_warps changes the code Triton generates: each W is recompiled (triton.compile for a
+    GPUTarget, no GPU) and its figures stand beside the promise of 32 x W threads at the
+    present registers; the test recompiles W itself and reads the same figures."""
+    ptriton = pytest.importorskip("ptxforge.frontends.triton")
+    from tests.support import triton_kernels as tk
+
+    tile = {"BM": 64, "BN": 64, "BK": 32}
+    now, proven = ptriton.num_warps_levers(tk.matmul, tk.MATMUL_SIGNATURE, tile,
+                                           num_warps=4, target="sm_80", choices=(2, 4, 8))
+    assert [p.lever.value for p in proven] in ([(2,), (8,)], [(8,), (2,)])
+    assert all(p.lever.kind == "triton num_warps" for p in proven)
+    occs = [p.outcome.occupancy for p in proven]
+    assert occs == sorted(occs, reverse=True)
+    for p in proven:
+        (w,) = p.lever.value
+        ptx, meta = ptriton.compile_to_ptx(tk.matmul, tk.MATMUL_SIGNATURE, tile, num_warps=w,
+                                           target="sm_80")
+        k = compile_ptx(ptx, "sm_80")["matmul"]
+        dyn = int(meta["shared"])
+        occ = occupancy(k.registers, 32 * w, "sm_80", shared=k.shared, dynamic_shared=dyn,
+                        kernel_limits=KernelLimits(max_threads=k.max_threads_per_block,
+                                                   required_threads=32 * w))
+        assert (p.outcome.registers, p.outcome.spill, p.outcome.blocks_per_sm) == \
+            (k.registers, k.spill_stores + k.spill_loads, occ.active_blocks)
+        promised = occupancy(now.registers, 32 * w, "sm_80", dynamic_shared=dyn)
+        assert p.promise.registers == now.registers
+        assert p.promise.blocks_per_sm == promised.active_blocks
+        assert p.holds == (p.outcome.spill <= now.spill
+                           and p.outcome.occupancy >= promised.occupancy - 1e-9)
+        assert p.to_dict()["promise"]["blocks_per_sm"] == promised.active_blocks
+        assert f"num_warps={w}" in p.text() and "promised: " in p.text()
+
+
 def _dsl_kernel(maxnreg=None):
     from ptxforge.dsl.builder import KernelBuilder
     from ptxforge.ptx import types as T

@@ -2,8 +2,10 @@
 
 ``page(name)`` writes and returns the path of a report of: ``"gemm"`` (the corpus's sgemm
 kernels, 608 and 1,208 PTX instructions, with -lineinfo and the SASS overlay), ``"templates"``
-(four templated kernels: the index table), ``"dsl"`` (tests/data/report_dsl.py, a DSL script)
-and ``"cubin"`` (gemm compiled to a cubin with line info).
+(four templated kernels: the index table), ``"dsl"`` (tests/data/report_dsl.py, a DSL script),
+``"cubin"`` (gemm compiled to a cubin with line info), ``"advise"`` (sgemm_8x8 from the .cu
+with the sweep at spill budget :data:`ADVISE_BUDGET` and the advise section) and
+``"spills"`` (sgemm_8x8 with ``.maxnreg 64`` written into its PTX: it spills).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from pathlib import Path
 
 from corpus_util import CORPUS_DIR, corpus_ptx
 
-__all__ = ["DATA", "page", "page_text"]
+__all__ = ["ADVISE_BUDGET", "DATA", "page", "page_text"]
+
+#: The spill budget of the "advise" page's second recommendation (bytes).
+ADVISE_BUDGET = 200
 
 DATA = Path(__file__).parents[1] / "data"
 _DIR = Path(tempfile.mkdtemp(prefix="ptxforge-report-"))
@@ -43,7 +48,28 @@ def page_text(name: str) -> str:
         opts = attrs.evolve(CompileOptions(), line_info=True)
         compiled = compile_ptx(corpus_ptx("gemm", "sm_80", True), "sm_80", options=opts)
         return html_report(compiled.cubin, "gemm.cubin", page=dirs)
+    if name in ("advise", "spills"):
+        return _gemm_cu_page(name, dirs)
     raise KeyError(name)
+
+
+def _gemm_cu_page(name: str, dirs) -> str:
+    """The sgemm_8x8 pages read from the .cu (NVRTC, -lineinfo)."""
+    import attrs
+
+    from ptxforge.frontends.cuda_source import compile_cuda
+    from ptxforge.ptx.directives import with_directives
+    from ptxforge.reports.html import html_report
+
+    path = str(CORPUS_DIR / "gemm.cu")
+    text = (CORPUS_DIR / "gemm.cu").read_text()
+    ptx = compile_cuda(text, path, "sm_80")
+    if name == "spills":
+        return html_report(with_directives(ptx, "sgemm_8x8", {"maxnreg": 64}), "gemm.cu",
+                           kernel="sgemm_8x8", page=dirs)
+    opts = attrs.evolve(dirs, sweep=True, spill_budget=ADVISE_BUDGET, advise=True,
+                        cuda_source=(text, path, lambda t: compile_cuda(t, path, "sm_80")))
+    return html_report(ptx, "gemm.cu", kernel="sgemm_8x8", page=opts)
 
 
 def page(name: str) -> Path:

@@ -36,16 +36,17 @@ from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
-from .data import cubin_view, kernel_view, ptx_line_numbers, sass_by_instruction
+from .data import SweepMark, cubin_view, kernel_view, ptx_line_numbers, sass_by_instruction
 from .page import render_page
 
 __all__ = ["PageOptions", "html_report"]
 
 
 def _sass_series(text: str, analysis, kernels) -> tuple:
-    """``{kernel: (SASS live per PTX instruction, SASS peak)}`` and a note when the SASS
-    could not be read (no nvdisasm, a compile failure)."""
+    """``{kernel: (SASS live per PTX instruction, SASS peak, local-memory traffic by source
+    line)}`` and a note when the SASS could not be read (no nvdisasm, a compile failure)."""
     from ptxforge.reports.sass import sass_report
+    from ptxforge.toolchain.sass_spills import spills_by_line
 
     try:
         rep = sass_report(text, analysis.arch, file=analysis.file)
@@ -58,8 +59,41 @@ def _sass_series(text: str, analysis, kernels) -> tuple:
         except PtxforgeError:
             continue
         lines = ptx_line_numbers(text, k.kernel)
-        out[k.name] = (sass_by_instruction(lines, sk.function), sk.sass_peak)
+        out[k.name] = (sass_by_instruction(lines, sk.function), sk.sass_peak,
+                       spills_by_line(sk.function))
     return out, None
+
+
+def _marks(sweep, proofs: dict, budget: int) -> tuple:
+    """The recommended rows of ``sweep`` with their levers (the proofs
+    :func:`~ptxforge.reports.occupancy_sweep.recommendation_lines` made): the no-spill one,
+    and the one within ``budget`` spill bytes when it gives more occupancy."""
+    clean = proofs.get((sweep.kernel, 0))
+    spilly = proofs.get((sweep.kernel, budget)) if budget > 0 else None
+    floor = (clean.choice.occupancy if clean is not None and clean.choice is not None
+             else -1.0)
+    out = []
+    for rec, label, above in ((clean, "recommended: most occupancy, no spills", -1.0),
+                              (spilly, f"recommended within {budget} spill bytes", floor)):
+        if rec is None or rec.choice is None or rec.choice.occupancy <= above:
+            continue
+        hold = rec.holding
+        out.append(SweepMark(cap=rec.choice.cap, label=label,
+                             lever=hold[0].lever.text if hold else None))
+    return tuple(out)
+
+
+def _advice(text: str, a, spec, kernel, request, page) -> tuple:
+    """``{kernel: KernelAdvice dict}`` of ``ptxforge advise`` and a note when it failed."""
+    from ptxforge.reports.advise import advise
+
+    try:
+        res = advise(text, a.file, attrs.evolve(spec, target=a.arch), kernel=kernel,
+                     request=request, spill_budget=page.spill_budget,
+                     source=page.cuda_source)
+    except PtxforgeError as exc:
+        return {}, f"no advise section: {str(exc).splitlines()[0]}"
+    return {k.kernel: k.to_dict() for k in res.kernels}, None
 
 
 def _header(a) -> list:
@@ -86,9 +120,11 @@ class PageOptions:
     """What the page shows beyond the analysis, validated at construction.
 
     ``sass`` reads the SASS live counts with nvdisasm (a missing nvdisasm only drops the
-    overlay, with a note); ``sweep`` compiles each kernel at the register caps of
+    overlay, with a note) and with them the local-memory traffic by source line; ``sweep``
+    compiles each kernel at the register caps of
     :func:`ptxforge.reports.occupancy_sweep.sweep_report` (plus ``caps``) and recommends a cap
-    (``spill_budget``: spill bytes the second recommendation may spend); ``source_dirs``:
+    (``spill_budget``: spill bytes the second recommendation may spend); ``advise`` adds
+    ``ptxforge advise``'s ranked changes (:mod:`ptxforge.reports.advise`); ``source_dirs``:
     folders searched for a source file its ``.loc`` path does not reach (the CLI passes the
     input file's folder).
 
@@ -103,6 +139,8 @@ class PageOptions:
     caps: tuple = attrs.field(default=(), converter=_caps)
     spill_budget: int = attrs.field(default=0, validator=_spill_budget)
     source_dirs: tuple = attrs.field(default=(), converter=tuple)
+    advise: bool = attrs.field(default=False, converter=bool)
+    cuda_source: tuple | None = None
 
 
 def html_report(source, file: str = "<ptx>", spec: Union[LaunchSpec, str, int, None] = None, *,
@@ -149,14 +187,24 @@ def html_report(source, file: str = "<ptx>", spec: Union[LaunchSpec, str, int, N
                 progress(n, len(entries), k.name)
             at = attrs.evolve(spec, target=a.arch, block=k.block_size)
             sweeps[k.name] = run_sweep(text, k.name, at, extra_caps=page.caps)
+    advice: dict = {}
+    if compile and page.advise:
+        if progress is not None:
+            progress(0, len(a.kernels), "advise")
+        advice, note = _advice(text, a, spec, kernel, request, page)
+        if note:
+            notes.append(note)
     views = []
     for i, k in enumerate(a.kernels):
-        series, peak = overlay.get(k.name, ((), None))
+        series, peak, spills = overlay.get(k.name, ((), None, None))
         sw = sweeps.get(k.name)
-        rec = (recommendation_lines(sw, page.spill_budget, ptx=text, request=request)
-               if sw is not None else ())
+        proofs: dict = {}     # the recommendations with their proven levers, by budget
+        rec = (recommendation_lines(sw, page.spill_budget, ptx=text, request=request,
+                                    proofs=proofs) if sw is not None else ())
+        extras = {"advice": advice.get(k.name), "spill_lines": spills,
+                  "sweep_marks": _marks(sw, proofs, page.spill_budget) if sw else ()}
         views.append(kernel_view(k, i, sass=series, sass_peak=peak, sweep=sw, recommended=rec,
-                                 source_dirs=page.source_dirs))
+                                 source_dirs=page.source_dirs, extras=extras))
     return render_page(file, _header(a), views, notes)
 
 

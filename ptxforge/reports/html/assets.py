@@ -19,7 +19,7 @@ STYLE = """
         --card:#f8fafc; --shade:#fde68a; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
-       margin: 0 auto; max-width: 1180px; padding: 16px 24px 64px; }
+       margin: 0; width: 100%; padding: 16px 24px 64px; }
 h1 { font-size: 20px; margin: 8px 0 2px; } h2 { font-size: 17px; margin: 32px 0 6px;
      border-top: 2px solid var(--line); padding-top: 14px; word-break: break-all; }
 h3 { font-size: 14px; margin: 18px 0 4px; color: #374151; }
@@ -36,6 +36,7 @@ td:first-child, th:first-child { text-align: left; }
         padding: 8px 12px; min-width: 150px; }
 .card .v { font-size: 22px; font-weight: 600; } .card .k { color: var(--muted); font-size: 12px; }
 .chart { max-width: 100%; height: auto; background: #fff; }
+.chart.wide { width: 100%; }
 .chart .grid { stroke: var(--line); } .chart .tick, .chart .axis, .chart .marklabel {
   font-size: 11px; fill: var(--muted); }
 .chart .series { fill: none; stroke-width: 1.5; stroke-linejoin: round; }
@@ -53,6 +54,22 @@ td:first-child, th:first-child { text-align: left; }
 .src td.vals { color: #7c2d12; white-space: normal; font-size: 11px; }
 .src tr.file td { background: #eef2ff; font-weight: 600; white-space: normal; }
 .scroll { max-height: 560px; overflow: auto; border: 1px solid var(--line); }
+table.sweep, table.advice, table.spills { border: 1px solid var(--line); margin: 6px 0; }
+table.sweep th, table.advice th, table.spills th { border-bottom: 2px solid var(--line); }
+table.sweep tr.recommended td { background: #dcfce7; font-weight: 600; }
+table.sweep td:last-child, table.sweep th:last-child, table.advice td, table.advice th,
+.src th { text-align: left; }
+table.sweep .rec { color: #166534; }
+table.advice { width: 100%; } table.advice td { vertical-align: top; }
+table.advice tr.unproven td { color: var(--muted); font-style: italic; }
+table.advice td.change code { white-space: normal; }
+table.advice td.from { color: var(--muted); font-size: 12px; max-width: 420px; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+.charts .chart { flex: 1 1 420px; max-width: 33%; min-width: 360px; }
+.note.effect { color: var(--fg); }
+.legend.heat { margin: 4px 0; font-size: 12px; color: var(--muted); }
+.legend .swatch { display: inline-block; padding: 0 6px; margin: 0 2px; color: #1d1f24;
+  border-radius: 3px; }
 #hover { position: fixed; pointer-events: none; background: #111827; color: #fff;
          padding: 2px 6px; border-radius: 4px; font-size: 12px; display: none; }
 """

@@ -40,8 +40,35 @@ from ptxforge.ptx.emit import format_instruction
 
 from ..names import short_label
 
-__all__ = ["KernelView", "LoopSpan", "SourceLine", "SweepPoint", "cubin_view", "kernel_view",
-           "ptx_line_numbers", "sass_by_instruction"]
+__all__ = ["KernelView", "LoopSpan", "SourceLine", "SweepMark", "SweepPoint", "cubin_view",
+           "heat_classes", "kernel_view", "ptx_line_numbers", "sass_by_instruction"]
+
+#: Heat classes of the source view: 0 (coolest) to HEAT_CLASSES - 1 (the hottest line).
+HEAT_CLASSES = 5
+
+
+def heat_classes(values: Sequence) -> tuple:
+    """The heat class of each live count among a kernel's code lines, by quantile: the
+    hottest count alone gets the top class; the others are split into the classes below by
+    their share of the lines under the top (a class per quarter of them), so a hot loop whose
+    lines span 76 to 86 of 86 is spread over the scale, not painted one colour.
+
+    Example::
+
+        >>> heat_classes([10, 76, 78, 80, 82, 84, 86, 86])
+        (0, 1, 1, 2, 3, 3, 4, 4)
+    """
+    top = max(values, default=0)
+    below = sorted(v for v in values if v < top)
+    n, k = len(below), HEAT_CLASSES - 1
+    out = []
+    for v in values:
+        if v >= top:
+            out.append(k)
+            continue
+        upto = sum(1 for b in below if b <= v)      # the lines at or under v, of those below
+        out.append(min(k - 1, -(-upto * k // n) - 1))
+    return tuple(out)
 
 #: Source lines shown around the lines that hold code (a file is shown from its first to
 #: its last such line, at most this many lines; longer files show only the code lines).
@@ -81,6 +108,16 @@ class SweepPoint:
     spill_loads: int | None
     occupancy: float | None
     blocks: int | None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class SweepMark:
+    """A recommended sweep row: its cap, which recommendation (``"no spills"`` or ``"within
+    N spill bytes"``) and the lever that takes effect (None: none proven)."""
+
+    cap: int
+    label: str
+    lever: str | None = None
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -124,6 +161,9 @@ class KernelView:
     recommended: tuple
     notes: tuple
     timeline_of: str = "PTX"       # "SASS" for a cubin: the timeline is over SASS instructions
+    sweep_marks: tuple = ()        # SweepMark s: the recommended rows of the sweep table
+    advice: dict | None = None     # the kernel's ``ptxforge advise`` (KernelAdvice.to_dict())
+    spill_lines: tuple | None = None   # SpillLine s from the SASS (None: SASS not read)
 
 
 def ptx_line_numbers(ptx: str, kernel) -> tuple:
@@ -316,11 +356,14 @@ def _prediction(k) -> str | None:
 
 
 def kernel_view(k, index: int = 0, *, sass: tuple = (), sass_peak: int | None = None,
-                sweep=None, recommended: tuple = (), source_dirs: Sequence = ()) -> KernelView:
+                sweep=None, recommended: tuple = (), source_dirs: Sequence = (),
+                extras: dict | None = None) -> KernelView:
     """The :class:`KernelView` of analysis ``k`` (the ``index``-th kernel of the page);
     ``sass``: SASS live counts per PTX instruction (:func:`sass_by_instruction`);
     ``sweep``: its :class:`~ptxforge.toolchain.sweep.Sweep`; ``recommended``: sentences;
-    ``source_dirs``: folders searched for a source file not found at its ``.loc`` path."""
+    ``source_dirs``: folders searched for a source file not found at its ``.loc`` path;
+    ``extras``: further :class:`KernelView` fields (``sweep_marks``, ``advice``,
+    ``spill_lines``)."""
     r, s, o, c = k.pressure, k.stats, k.occupancy, k.cliffs
     source, note = _source_view(k, source_dirs)
     warps = -(-k.block_size // 32)
@@ -345,4 +388,5 @@ def kernel_view(k, index: int = 0, *, sass: tuple = (), sass_peak: int | None = 
         timeline=tuple(r.timeline.at), sass=tuple(sass), sass_peak=sass_peak,
         peak_index=r.peak.index, peak_instruction=r.peak.instruction,
         loops=_loop_spans(r), source=source, source_note=note,
-        sweep=_sweep_points(sweep), recommended=tuple(recommended), notes=tuple(k.notes()))
+        sweep=_sweep_points(sweep), recommended=tuple(recommended), notes=tuple(k.notes()),
+        **(extras or {}))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from html import escape
 
 from .assets import SCRIPT, STYLE, heat_color
+from .data import HEAT_CLASSES, heat_classes
 from .svg import Frame, line_chart
 
 __all__ = ["render_kernel", "render_page"]
@@ -81,10 +82,11 @@ def _timeline(v) -> str:
     peak = None if v.peak_index is None else (v.peak_index, v.timeline[v.peak_index])
     top = max([x for _, vals, _ in series for x in vals if x is not None] + [1])
     svg = line_chart(series, shades=shades, peak=peak, y_top=top,
-                     frame=Frame(title=f"registers live per instruction: {v.label}",
+                     frame=Frame(title=f"registers live per instruction: {v.label}", width=1320,
+                                 height=280,
                                  x_label=f"{v.timeline_of} instruction",
                                  y_label="live registers", chart_id=f"{v.anchor}-timeline"))
-    svg = svg.replace('<svg class="chart"', f'<svg class="chart timeline" data-n="{n}" '
+    svg = svg.replace('<svg class="chart"', f'<svg class="chart timeline wide" data-n="{n}" '
                       f'data-values="{",".join(map(str, v.timeline))}"', 1)
     what = "PTX live (32-bit units)" if v.timeline_of == "PTX" else "SASS live GPRs"
     legend = ('<div class="legend"><span><i style="background:var(--ptx)"></i>'
@@ -101,8 +103,8 @@ def _timeline(v) -> str:
 def _source(v) -> str:
     if not v.source:
         return f'<p class="note">{escape(v.source_note or "no source lines")}</p>'
-    hot = max((s.live for s in v.source if s.live is not None), default=0)
-    cold = min((s.live for s in v.source if s.live is not None), default=0)
+    code = [s for s in v.source if s.live is not None]
+    heat = dict(zip(map(id, code), heat_classes([s.live for s in code])))
     rows, file = [], None
     for s in v.source:
         if s.file != file:
@@ -112,18 +114,34 @@ def _source(v) -> str:
             rows.append(f'<tr><td class="n">{s.line}</td><td class="live"></td>'
                         f'<td class="mono">{escape(s.text)}</td><td></td></tr>')
             continue
-        t = 1.0 if hot == cold else (s.live - cold) / (hot - cold)
+        c = heat[id(s)]
         vals = ", ".join(s.values[:12]) + (f" and {len(s.values) - 12} more"
                                             if len(s.values) > 12 else "")
-        rows.append(f'<tr class="code" data-live="{s.live}" data-line="{s.line}" '
-                    f'style="background:{heat_color(t)}"><td class="n">{s.line}</td>'
+        rows.append(f'<tr class="code heat-{c}" data-live="{s.live}" data-line="{s.line}" '
+                    f'data-heat="{c}" style="background:{heat_color(c / (HEAT_CLASSES - 1))}">'
+                    f'<td class="n">{s.line}</td>'
                     f'<td class="live" title="{s.instructions} PTX instructions">{s.live}</td>'
                     f'<td class="mono">{escape(s.text)}</td>'
                     f'<td class="vals">{escape(vals)}</td></tr>')
+    lives = sorted({s.live for s in code})
+    legend = ('<div class="legend heat">heat by quantile of the kernel\'s code lines: '
+              + "".join(f'<span class="swatch" style="background:'
+                        f'{heat_color(c / (HEAT_CLASSES - 1))}">{label}</span>'
+                        for c, label in _heat_labels(code, heat))
+              + f" (live {lives[0]}–{lives[-1]})</div>" if lives else "")
     note = f'<p class="note">{escape(v.source_note)}</p>' if v.source_note else ""
-    return (note + '<div class="scroll"><table class="src"><thead><tr><th>line</th>'
+    return (note + legend + '<div class="scroll"><table class="src"><thead><tr><th>line</th>'
             '<th>live</th><th>source</th><th>live at the peak, defined here</th></tr></thead>'
             "<tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _heat_labels(code, heat: dict) -> list:
+    """(class, "lo–hi") of each heat class in use: the live counts it covers."""
+    spans: dict = {}
+    for s in code:
+        lo, hi = spans.get(heat[id(s)], (s.live, s.live))
+        spans[heat[id(s)]] = (min(lo, s.live), max(hi, s.live))
+    return [(c, f"{lo}" if lo == hi else f"{lo}–{hi}") for c, (lo, hi) in sorted(spans.items())]
 
 
 def _cliffs(v) -> str:
@@ -141,10 +159,35 @@ def _cliffs(v) -> str:
     marks = [(min(v.estimate, xs[-1]), f"estimate {v.estimate}")]
     if v.ptxas_registers is not None:
         marks.append((v.ptxas_registers, f"ptxas {v.ptxas_registers}"))
-    return line_chart([("occupancy", ys, "occ")], xs=xs, marks=marks, y_top=100,
-                      frame=Frame(title="occupancy against registers per thread",
-                                  x_label="registers per thread", y_label="occupancy %",
-                                  height=200, chart_id=f"{v.anchor}-cliffs"))
+    svg = line_chart([("occupancy", ys, "occ")], xs=xs, marks=marks, y_top=100,
+                     frame=Frame(title="occupancy against registers per thread",
+                                 x_label="registers per thread", y_label="occupancy %",
+                                 width=1320, height=220, chart_id=f"{v.anchor}-cliffs"))
+    return svg.replace('<svg class="chart"', '<svg class="chart wide"', 1)
+
+
+def _sweep_table(v, pts: list) -> str:
+    """The sweep as a table, one row per compile, the recommended rows marked with their
+    lever."""
+    marks = {m.cap: m for m in v.sweep_marks}
+    rows = []
+    for p in sorted(v.sweep, key=lambda p: (p.cap is not None, -(p.cap or 0))):
+        m = marks.get(p.cap)
+        spill = ("–" if p.spill_stores is None else
+                 f"{p.spill_stores} / {p.spill_loads if p.spill_loads is not None else '–'}")
+        lever = (f' lever: <code>{escape(m.lever)}</code>' if m and m.lever else
+                 " (no cap: the kernel as it is)" if m and p.cap is None else
+                 " (no lever proven)")
+        mark = "" if m is None else f'<span class="rec">{escape(m.label)}</span>{lever}'
+
+        cls = ' class="recommended"' if m else ""
+        cap = "none" if p.cap is None else str(p.cap)
+        rows.append(f'<tr{cls} data-cap="{cap}"><td>{cap}</td><td>{_v(p.registers)}</td>'
+                    f"<td>{spill}</td><td>{_v(p.blocks)}</td><td>{_pct(p.occupancy)}</td>"
+                    f"<td>{mark}</td></tr>")
+    return ('<table class="sweep"><thead><tr><th>cap</th><th>registers</th>'
+            "<th>spill st / ld (bytes)</th><th>blocks/SM</th><th>occupancy</th>"
+            "<th>recommendation</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _sweep(v) -> str:
@@ -153,23 +196,96 @@ def _sweep(v) -> str:
         return ""
     pts.sort(key=lambda p: p.cap)
     xs = [p.cap for p in pts]
+    size = {"width": 460, "height": 220}
     charts = [
         line_chart([("registers", [p.registers for p in pts], "regs")], xs=xs,
                    frame=Frame(title="registers against the cap", x_label="register cap",
-                               y_label="registers", width=380, height=200,
-                               chart_id=f"{v.anchor}-sweep-r")),
+                               y_label="registers", chart_id=f"{v.anchor}-sweep-r", **size)),
         line_chart([("spill bytes", [p.spill_stores for p in pts], "spill")], xs=xs,
                    frame=Frame(title="spill stores against the cap", x_label="register cap",
-                               y_label="spill bytes", width=380, height=200,
-                               chart_id=f"{v.anchor}-sweep-s")),
+                               y_label="spill bytes", chart_id=f"{v.anchor}-sweep-s", **size)),
         line_chart([("occupancy", [None if p.occupancy is None else round(p.occupancy * 100, 1)
                                    for p in pts], "occ")], xs=xs, y_top=100,
                    frame=Frame(title="occupancy against the cap", x_label="register cap",
-                               y_label="occupancy %", width=380, height=200,
-                               chart_id=f"{v.anchor}-sweep-o")),
+                               y_label="occupancy %", chart_id=f"{v.anchor}-sweep-o", **size)),
     ]
     rec = "".join(f'<p class="note">{escape(r)}</p>' for r in v.recommended)
-    return "<h3>register-cap sweep</h3>" + "".join(charts) + rec
+    return ("<h3>register-cap sweep</h3>" + _sweep_table(v, pts) + rec
+            + '<div class="charts">' + "".join(charts) + "</div>")
+
+
+def _fig(d) -> str:
+    if d is None:
+        return "not proven"
+    if d.get("error"):
+        return f"refused: {escape(d['error'])}"
+    occ = "" if d.get("occupancy") is None else f" ({d['occupancy'] * 100:.1f}%)"
+    spill = (d.get("spill_stores") or 0) + (d.get("spill_loads") or 0)
+    return (f"{_v(d.get('registers'))} regs, {spill} spill B, "
+            f"{_v(d.get('blocks_per_sm'))} blocks/SM{occ}")
+
+
+def _buys_costs(buys: dict, costs: dict) -> str:
+    """``buys +2 blocks/SM (+6.2 points); costs 92 spill B, 136 more instructions``."""
+    occ = buys.get("occupancy")
+    got = [f"{buys['blocks_per_sm']:+d} blocks/SM"
+           + ("" if occ is None else f" ({occ * 100:+.1f} points)")]
+    lost = []
+    if buys["spill_bytes_saved"]:
+        got.append(f"{buys['spill_bytes_saved']} spill B removed")
+    if costs["spill_bytes"]:
+        lost.append(f"{costs['spill_bytes']} spill B")
+    ins = costs["instructions"]
+    if ins:
+        (lost if ins > 0 else got).append(f"{abs(ins)} {'more' if ins > 0 else 'fewer'} "
+                                          "instructions")
+    return f"buys {', '.join(got)}; costs {', '.join(lost) or 'nothing'}"
+
+
+def _advice(v) -> str:
+    """``ptxforge advise``'s ranked changes, each with its figures before and after."""
+    a = v.advice
+    if a is None:
+        return ""
+    rows = []
+    for it in a["items"]:
+        buys, costs = it.get("buys"), it.get("costs")
+        gain = "–" if buys is None else _buys_costs(buys, costs)
+        rows.append(f'<tr class="{"proven" if it["proven"] else "unproven"}" '
+                    f'data-rank="{it["rank"]}"><td>{it["rank"]}</td><td>{escape(it["kind"])}</td>'
+                    f'<td class="change"><code>{escape(it["change"])}</code></td>'
+                    f'<td>{_fig(it["before"])}</td><td>{_fig(it["after"])}</td>'
+                    f'<td>{escape(gain)}</td><td class="from">{escape(it["after_from"])}</td></tr>')
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in a.get("notes", ()))
+    if not rows:
+        return ('<h3>advise</h3><p class="note">no change found that gains a block per SM '
+                "or removes spills</p>" + notes)
+    return ('<h3>advise: ranked changes, each compiled</h3><table class="advice"><thead><tr>'
+            "<th>#</th><th>change</th><th>what to write</th><th>now</th><th>after</th>"
+            "<th>buys / costs</th><th>after from</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>" + notes)
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _spills(v) -> str:
+    """Local-memory traffic by source line (STL/LDL in the SASS), deepest loop first."""
+    if v.spill_lines is None:
+        return ""
+    if not v.spill_lines:
+        return ('<h3>local memory by source line</h3><p class="note">no STL/LDL in the SASS: '
+                "no spills or local arrays</p>")
+    rows = "".join(
+        f'<tr data-line="{"" if s.line is None else s.line}"><td title="{escape(s.file or "")}">'
+        f'{escape("(no line info)" if s.file is None else f"{_base(s.file)}:{s.line}")}</td>'
+        f"<td>{s.stores}</td><td>{s.store_bytes}</td><td>{s.loads}</td><td>{s.load_bytes}</td>"
+        f"<td>{s.spill_accesses}</td><td>{s.loop_depth}</td></tr>" for s in v.spill_lines)
+    return ('<h3>local memory by source line (SASS STL/LDL, deepest loop first)</h3>'
+            '<table class="spills"><thead><tr><th>source line</th><th>stores</th>'
+            "<th>bytes</th><th>loads</th><th>bytes</th><th>ptxas spills</th>"
+            "<th>loop depth</th></tr></thead><tbody>" + rows + "</tbody></table>")
 
 
 def render_kernel(v) -> str:
@@ -181,10 +297,11 @@ def render_kernel(v) -> str:
                if v.demangled != v.name else "")
             + f'<p class="meta">{v.instructions:,} instructions; {escape(v.arch)}, '
             f"{v.block_size} threads/block</p>")
-    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in v.notes)
-    return (head + _cards(v) + notes + "<h3>pressure timeline</h3>" + _timeline(v)
-            + "<h3>source</h3>" + _source(v) + "<h3>occupancy cliffs</h3>" + _cliffs(v)
-            + _sweep(v) + "</section>")
+    notes = "".join(f'<p class="note{" effect" if n.startswith("In effect: ") else ""}">'
+                    f"{escape(n)}</p>" for n in v.notes)
+    return (head + _cards(v) + notes + _advice(v) + "<h3>pressure timeline</h3>" + _timeline(v)
+            + "<h3>source</h3>" + _source(v) + _spills(v) + "<h3>occupancy cliffs</h3>"
+            + _cliffs(v) + _sweep(v) + "</section>")
 
 
 def _index(views: Sequence) -> str:

@@ -63,6 +63,14 @@ def _bucket(values: Sequence, size: int) -> list:
     return out
 
 
+def _x_ticks(lo: float, hi: float) -> list:
+    """The x axis's labels: both ends and the round values between them (none closer to an
+    end than a twentieth of the axis, so labels do not collide)."""
+    inner = [t for t in nice_ticks(hi, 6) if lo < t < hi and
+             min(t - lo, hi - t) >= (hi - lo) / 20]
+    return [lo, *inner, hi]
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class Frame:
     """What surrounds a chart's data: its title, axis labels, size in pixels and element id."""
@@ -119,7 +127,7 @@ def line_chart(series: Sequence, *, xs: Sequence | None = None, shades: Sequence
         out.append(f'<line class="grid" x1="{_L}" x2="{width - _R}" y1="{y}" y2="{y}"/>'
                    f'<text class="tick" x="{_L - 6}" y="{y}" text-anchor="end" '
                    f'dominant-baseline="middle">{t}</text>')
-    for x in (x_lo, x_hi) if not step else sorted(set(xs)):
+    for x in _x_ticks(x_lo, x_hi) if not step else sorted(set(xs)):
         if step and len(set(xs)) > 12 and x not in (x_lo, x_hi):
             continue
         out.append(f'<text class="tick" x="{_f(px(x))}" y="{height - _B + 14}" '
