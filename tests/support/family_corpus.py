@@ -34,8 +34,8 @@ from pathlib import Path
 import attrs
 
 from kernel_corpus import (
-    _FRONTS,
     _ENTRY,
+    _FRONTS,
     CorpusKernel,
     _cache_get,
     _cache_put,
@@ -46,8 +46,15 @@ from kernel_corpus import (
     split_of,
 )
 
-__all__ = ["FAMILY_ROOT", "HELD_OUT", "FAST", "FamilyKernel", "families", "family_corpus",
-           "role"]
+__all__ = [
+    "FAMILY_ROOT",
+    "FAST",
+    "HELD_OUT",
+    "FamilyKernel",
+    "families",
+    "family_corpus",
+    "role",
+]
 
 FAMILY_ROOT = Path(__file__).resolve().parents[1] / "corpus" / "families"
 #: Families held out whole: never used to choose a rule or a constant.  At least one per
@@ -86,9 +93,9 @@ def _compiler(path: Path) -> str:
 
 
 def _nvrtc_module(path: Path, arch: str) -> str:
-    from corpus_util import _nvrtc_version
-
     from ptxforge.frontends.cuda_source import compile_cuda
+
+    from corpus_util import _nvrtc_version
 
     text = path.read_text()
     flags = ["-std=c++17"]

@@ -18,14 +18,14 @@ from __future__ import annotations
 import statistics
 
 import attrs
-
 from family_corpus import family_corpus
-from kernel_corpus import corpus, ground_truths
 
 from ptxforge import analyze_pressure, parse
 from ptxforge.analysis.prediction import predict_registers
 
-__all__ = ["Row", "SIZE_CLASSES", "figures", "measure", "size_class", "spearman", "table"]
+from kernel_corpus import corpus, ground_truths
+
+__all__ = ["SIZE_CLASSES", "Row", "figures", "measure", "size_class", "spearman", "table"]
 
 SIZE_CLASSES = ("<=16", "17-32", "33-64", "65-128", ">128")
 

@@ -28,8 +28,8 @@ def resize_bilinear(src, dst):
         return
     sy = (y + 0.5) * src.shape[0] / h - 0.5
     sx = (x + 0.5) * src.shape[1] / w - 0.5
-    y0 = max(0, min(int(math.floor(sy)), src.shape[0] - 2))
-    x0 = max(0, min(int(math.floor(sx)), src.shape[1] - 2))
+    y0 = max(0, min(int(math.floor(sy)), src.shape[0] - 2))  # noqa: RUF046 (numba: a float)
+    x0 = max(0, min(int(math.floor(sx)), src.shape[1] - 2))  # noqa: RUF046 (numba: a float)
     fy = sy - y0
     fx = sx - x0
     top = src[y0, x0] * (1 - fx) + src[y0, x0 + 1] * fx
@@ -122,7 +122,7 @@ def abs_diff(a, b, out):
 def where_clip(a, lo, hi, out):
     i = cuda.grid(1)
     if i < out.size:
-        out[i] = lo if a[i] < lo else (hi if a[i] > hi else a[i])
+        out[i] = max(lo, min(a[i], hi))
 
 
 CORPUS = [

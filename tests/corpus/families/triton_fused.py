@@ -97,7 +97,7 @@ def matmul_tiles(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
     b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
     acc = tl.zeros((BM, BN), dtype=tl.int32 if a_ptr.dtype.element_ty == tl.int8 else tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    for k in range(tl.cdiv(K, BK)):
         x = tl.load(a, mask=rk[None, :] < K - k * BK, other=0)
         y = tl.load(b, mask=rk[:, None] < K - k * BK, other=0)
         acc += tl.dot(x, y)
