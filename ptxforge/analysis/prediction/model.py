@@ -84,9 +84,9 @@ FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: the 5th and 95th percentiles on the training
 #: split of the fixed and family corpora (model 4), for kernels the model is not out of its
 #: depth on; measured coverage in docs/prediction.md.
-BAND = (0.727, 1.364)
+BAND = (0.732, 1.3)
 #: The same for kernels :func:`out_of_depth` flags (tensor cores, calls, long blocks).
-DEEP_BAND = (0.774, 1.303)
+DEEP_BAND = (0.774, 1.267)
 #: A basic block longer than this (instructions) is beyond what the per-block list scheduler
 #: was checked on: ptxas's scheduler works in regions there (issue 29).
 LONG_BLOCK = 300
@@ -294,8 +294,8 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
 
 def _holes(scheduled: int, holes: int) -> Component:
     """The allocation holes: ``holes``, or :data:`SMALL_HOLES` for a small kernel (a scheduled
-    peak of at most :data:`SMALL_PEAK` units)."""
-    if scheduled <= SMALL_PEAK and holes > SMALL_HOLES:
+    peak of at most :data:`SMALL_PEAK` units) when ``holes`` is the default."""
+    if scheduled <= SMALL_PEAK and holes == HOLES:
         return Component(name="allocation holes", registers=SMALL_HOLES,
                          detail=f"a small kernel (at most {SMALL_PEAK} units live) packs its "
                          "registers: fewer holes")
