@@ -24,6 +24,8 @@ __all__ = [
     "STACK_POINTER",
     "FIXED_OVERHEAD",
     "HOLES",
+    "SMALL_PEAK",
+    "SMALL_HOLES",
     "CALL_FLOOR",
     "WARP_SYNC_FLOOR",
     "WARP_SYNC_FLOOR_TARGETS",
@@ -49,6 +51,15 @@ FIXED_OVERHEAD = STACK_POINTER + REGCOUNT_RESERVED
 #: pairs (128-bit ones quads).  The median on the prediction's training split; a gap within
 #: FIXED_OVERHEAD + HOLES is overhead, not pressure (the estimate notes).
 HOLES = 4
+
+#: Small kernels pack tightly: where the predicted SASS peak (R1 not counted) is at most
+#: SMALL_PEAK units, the holes are SMALL_HOLES, not HOLES.  nvdisasm 13.5 on ptxas 13.5's sm_80
+#: code of ``fam::copy_n<float>`` (tests/corpus/families/small_kernels.cu): SASS peak 5 with R1,
+#: span 6 (R0..R5, one hole), REGCOUNT 8; the training split of the family corpus (issue 29):
+#: 2 below a peak of 8 raised within +-10% from 54.0% to 56.3% (1 or 3 there, or 3 up to 11:
+#: 54.9% to 56.3%).
+SMALL_PEAK = 7
+SMALL_HOLES = 2
 
 #: The least count of a kernel that calls a function ptxas does not inline (the call ABI:
 #: callee-saved registers, arguments from R4).  Whole-program ptxas 13.5 on sm_80, every corpus

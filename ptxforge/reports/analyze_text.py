@@ -296,8 +296,11 @@ def prediction_lines(pred, live: int, ptxas=None, mode: Optional[str] = None) ->
     model = pred.model.split(" (", 1)[0] if rdc else pred.model
     rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, c.detail)
             for k, c in enumerate(pred.components)]
+    deep = getattr(pred, "out_of_depth", ())
+    depth = f"; out of its depth: {', '.join(deep)}" if deep else ""
     return [*wrap(f"predicted ptxas count: {pred.registers} registers (likely {pred.low}-"
-                  f"{pred.high}{', for a build without -rdc' if rdc else ''}){beside}; {model}"),
+                  f"{pred.high}{', for a build without -rdc' if rdc else ''}{depth}){beside}; "
+                  f"{model}"),
             *table(("registers", "component", "why"), rows, {0}, width=100, wrap_last=True)]
 
 

@@ -4,6 +4,7 @@ and its accuracy on the corpus's validation split."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from ptxforge import emit
 from ptxforge.analysis.liveness import analyze_liveness
 from ptxforge.analysis.prediction import (
     CALL_FLOOR,
+    DEEP_BAND,
     FIXED_OVERHEAD,
     HOLES,
     MODEL,
@@ -23,6 +25,7 @@ from ptxforge.analysis.prediction import (
     sass_view,
 )
 from ptxforge.analysis.prediction.view import KINDS
+from ptxforge.arch.ptxas_model import SMALL_HOLES
 from ptxforge.dsl import kernels
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
@@ -33,10 +36,10 @@ from prediction_variants import FAMILIES, ptxas_registers
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Validation-split figures reported in docs/prediction.md (bench/bench_estimate_accuracy.py,
-#: ptxforge-predict/3: 331 non-spilling kernels, 118 in validation, sm_80): the test fails
+#: ptxforge-predict/4: 331 non-spilling kernels, 118 in validation, sm_80): the test fails
 #: 5 points below.
-REPORTED_WITHIN10 = 0.47
-REPORTED_SPEARMAN = 0.947
+REPORTED_WITHIN10 = 0.49
+REPORTED_SPEARMAN = 0.948
 
 
 def _peak(kernel) -> int:
@@ -222,13 +225,16 @@ def test_components_add_up_and_the_call_floor_applies():
                                               "scheduling", "fixed overhead",
                                               "allocation holes"]
     assert p.component("fixed overhead").registers == FIXED_OVERHEAD
-    assert p.component("allocation holes").registers == HOLES
+    # saxpy has at most SMALL_PEAK units live once scheduled: a small kernel's holes
+    assert p.component("allocation holes").registers == SMALL_HOLES < HOLES
+    assert p.out_of_depth == ()
     assert p.low <= p.registers <= p.high and p.model == MODEL
     call = ir.Kernel("k", body=(ir.Instruction("call.uni", (ir.Symbol("f"),)),
                                 ir.Instruction("ret")))
     q = predict_registers(call)
     assert q.registers == CALL_FLOOR and q.components[-1].name == "call ABI"
     assert q.registers == sum(c.registers for c in q.components)
+    assert q.out_of_depth == ("calls",) and q.high <= math.ceil(CALL_FLOOR * DEEP_BAND[1])
 
 
 def test_analyze_json_has_the_prediction_with_and_without_compiling(capsys, tmp_path):
@@ -237,14 +243,15 @@ def test_analyze_json_has_the_prediction_with_and_without_compiling(capsys, tmp_
     for extra in (("--no-compile",), ()):
         (k,) = run_json(capsys, "analyze", path, *extra)["kernels"]
         pred = k["prediction"]
-        assert set(pred) == {"registers", "low", "high", "components", "model"}
+        assert set(pred) == {"registers", "low", "high", "components", "model", "out_of_depth"}
+        assert pred["out_of_depth"] == []
         assert pred["model"] == MODEL
         assert [set(c) for c in pred["components"]] == [{"name", "registers", "detail"}] * 5
         assert pred["registers"] == sum(c["registers"] for c in pred["components"])
         assert pred["components"][0]["registers"] == k["estimate"]["registers"]
         # saxpy: 6 live in the PTX order; 4 parameters and 2 cvta out, special registers kept
-        assert (pred["registers"], pred["low"], pred["high"]) == (11, 8, 14)
-        assert [c["registers"] for c in pred["components"]] == [6, -2, 0, 3, 4]
+        assert (pred["registers"], pred["low"], pred["high"]) == (9, 6, 12)
+        assert [c["registers"] for c in pred["components"]] == [6, -2, 0, 3, 2]
 
 
 def _pairs():

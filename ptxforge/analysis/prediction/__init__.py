@@ -28,19 +28,22 @@ from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
 from .model import (
     BAND,
+    DEEP_BAND,
     FIXED_OVERHEAD,
     HOLES,
+    LONG_BLOCK,
     MODEL,
     REGISTER_LIMIT,
     Component,
     Prediction,
     kernel_budget,
     occupancy_budget,
+    out_of_depth,
     predict_registers,
 )
 from .view import SassView, sass_view
 
-__all__ = ["BAND", "CALL_FLOOR", "FIXED_OVERHEAD", "HOLES", "MAX_BODY", "MODEL",
-           "REGISTER_LIMIT", "Component", "Prediction", "SassView", "call_targets", "has_call",
-           "if_convert", "kernel_budget", "list_schedule", "occupancy_budget",
-           "predict_registers", "sass_view"]
+__all__ = ["BAND", "CALL_FLOOR", "DEEP_BAND", "FIXED_OVERHEAD", "HOLES", "LONG_BLOCK",
+           "MAX_BODY", "MODEL", "REGISTER_LIMIT", "Component", "Prediction", "SassView",
+           "call_targets", "has_call", "if_convert", "kernel_budget", "list_schedule",
+           "occupancy_budget", "out_of_depth", "predict_registers", "sass_view"]

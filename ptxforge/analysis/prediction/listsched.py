@@ -68,13 +68,16 @@ _EVERYTHING = frozenset(families_with(OrdersMemory))
 def _kind(op: str):
     """``"all"`` (orders every memory operation: barriers, fences, calls, volatile and
     acquire accesses, the terminator), ``(op, spaces)`` for a memory read or write (a generic
-    address may be any space), or None."""
+    address may be any space), or None (no memory, or a non-coherent ``ld.global.nc`` of
+    data no store of the kernel changes: ptxas issues it above earlier stores)."""
     parsed = opcode_of(op)
     fam = parsed.family
     if fam in _EVERYTHING or fam in _TERMINATORS or ".volatile" in op or ".acquire" in op \
             or ".release" in op:
         return "all"
     mem = parsed.info.memory if parsed.info is not None else None
+    if mem is not None and mem.reads and not mem.writes and ".nc" in op:
+        return None  # read-only for the kernel's lifetime (ld.global.nc): no store orders it
     if mem is not None and (mem.reads or mem.writes):
         spaces = mem.spaces or tuple(sp for sp in SPACES if f".{sp}" in op) or SPACES
         return ("read" if mem.reads else "write", spaces)

@@ -1,0 +1,65 @@
+"""The prediction on code it has never seen (issue 29): a fast slice of the family corpus
+(``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
+families both), whole-program ptxas as the truth; the figures must not drop below the ones
+measured for ptxforge-predict/4 and stated in docs/prediction.md (the full table:
+``python bench/bench_prediction_families.py``)."""
+
+from __future__ import annotations
+
+from family_corpus import FAMILY_ROOT, FAST, HELD_OUT, _body, _compiler, family_corpus, role
+from prediction_table import figures, measure, size_class
+
+from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
+
+#: Measured on the slice (ptxforge-predict/4, ptxas 13.5, sm_80): held-out families 71
+#: kernels, 34 within +-10% (47.9%), median error 12.0%, Spearman 0.938, band coverage 87.3%;
+#: training families 41 kernels, 27 within +-10% (65.9%), median error 5.0%, coverage 100%.
+#: (ptxforge-predict/3 on the same held-out slice: see docs/prediction.md.)
+HELD_OUT_SLICE = {"within10": 34 / 71, "median_error": 0.12, "spearman": 0.938}
+TRAIN_SLICE = {"within10": 27 / 41, "median_error": 0.05, "spearman": 0.938}
+#: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
+#: the issue asks it to hold within 5 points.
+CLAIMED_COVERAGE = 0.90
+
+
+def test_the_split_holds_out_whole_families_of_every_compiler():
+    kernels = family_corpus(only=FAST)
+    assert {k.family for k in kernels} == set(FAST)
+    for k in kernels:
+        assert (k.role == "held-out") == (k.family in HELD_OUT)
+        assert k.role == role(k.kernel.id, k.family)
+    held = {_compiler(next(FAMILY_ROOT.glob(f + ".*"))) for f in HELD_OUT}
+    assert held == {"nvrtc", "triton", "numba"}
+    # each distinct kernel once: no two kernels share a body (template instances that compile
+    # to the same code count once)
+    bodies = [_body(k.kernel.ptx, k.kernel.kernel) for k in kernels]
+    assert len(set(bodies)) == len(bodies)
+
+
+def test_figures_on_a_slice_do_not_drop():
+    rows = measure(only=FAST, fixed=False)
+    held = figures([r for r in rows if r.role == "held-out"])
+    train = figures([r for r in rows if r.role != "held-out"])
+    assert held["n"] >= 60 and train["n"] >= 30, (held["n"], train["n"])
+    for got, want in ((held, HELD_OUT_SLICE), (train, TRAIN_SLICE)):
+        assert got["within10"] >= want["within10"] - 1e-9, got
+        assert got["median_error"] <= want["median_error"] + 1e-9, got
+        assert got["spearman"] >= want["spearman"] - 5e-4, got
+        # never off by 2x where the live count was within 25%
+        assert got["twox"] == 0, got
+        assert got["coverage"] >= CLAIMED_COVERAGE - 0.05, got
+    # the prediction beats the live count it starts from
+    assert held["within10"] > held["live_within10"] + 0.2, held
+
+
+def test_the_band_and_the_out_of_depth_flag():
+    rows = measure(only=("wavelets", "small_kernels"), fixed=False)
+    assert all(r.low <= r.predicted <= r.high for r in rows)
+    deep = [r for r in rows if r.out_of_depth]
+    calm = [r for r in rows if not r.out_of_depth]
+    assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
+    assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
+    assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
+    assert MODEL.startswith("ptxforge-predict/4")
+    assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
+        "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
