@@ -28,15 +28,21 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
-
 import attrs
 import numpy as np
 
 from ptxforge.ptx.opcodes import MemoryAccess
 
-__all__ = ["Observer", "Tee", "Site", "sites", "KIND_PLAIN", "KIND_BRANCH", "KIND_EXIT",
-           "KIND_BARRIER"]
+__all__ = [
+    "KIND_BARRIER",
+    "KIND_BRANCH",
+    "KIND_EXIT",
+    "KIND_PLAIN",
+    "Observer",
+    "Site",
+    "Tee",
+    "sites",
+]
 
 #: ``kind`` codes of a step (the interpreter's own: see ``Program._decode``).
 KIND_PLAIN, KIND_BRANCH, KIND_EXIT, KIND_BARRIER = 0, 1, 2, 3
@@ -53,13 +59,13 @@ class Site:
     instructions).
     """
 
-    index: Optional[int]
+    index: int | None
     opcode: str
     family: str
-    file: Optional[str]
-    line: Optional[int]
-    ptx_line: Optional[int]
-    space: Optional[str] = None
+    file: str | None
+    line: int | None
+    ptx_line: int | None
+    space: str | None = None
 
     def where(self) -> str:
         """``file:line`` (or ``<ptx>:line``, or ``<ptx>``)."""

@@ -38,15 +38,22 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any
 
 import attrs
 import numpy as np
 
 from .observe import KIND_BRANCH, Observer, sites
 
-__all__ = ["Profiler", "Profile", "InstructionProfile", "NSIGHT", "shared_wavefronts",
-           "sectors"]
+__all__ = [
+    "NSIGHT",
+    "InstructionProfile",
+    "Profile",
+    "Profiler",
+    "profile_text",
+    "sectors",
+    "shared_wavefronts",
+]
 
 #: Our figure -> the Nsight Compute metric it corresponds to (``{op}``: ld, st, atom, red).
 NSIGHT = {
@@ -122,13 +129,13 @@ def shared_wavefronts(warps: np.ndarray, lanes: np.ndarray, addr: np.ndarray,
 class InstructionProfile:
     """One instruction's figures over a launch (see the module docstring for each)."""
 
-    index: Optional[int]
+    index: int | None
     opcode: str
     family: str
-    file: Optional[str]
-    line: Optional[int]
-    ptx_line: Optional[int]
-    space: Optional[str]    # the space(s) it touched ("shared+global"), else the one it names
+    file: str | None
+    line: int | None
+    ptx_line: int | None
+    space: str | None    # the space(s) it touched ("shared+global"), else the one it names
     executed: int
     threads: int
     threads_pred_on: int
@@ -141,12 +148,12 @@ class InstructionProfile:
     divergent_branches: int
 
     @property
-    def sectors_per_request(self) -> Optional[float]:
+    def sectors_per_request(self) -> float | None:
         """Sectors per global or local request (None: no such request)."""
         return self.sectors / self.requests if self.requests and self.sectors else None
 
     @property
-    def wavefronts_per_request(self) -> Optional[float]:
+    def wavefronts_per_request(self) -> float | None:
         """Shared wavefronts per request (None: no shared request)."""
         return self.wavefronts / self.requests if self.requests and self.wavefronts else None
 
@@ -189,13 +196,13 @@ class Profile:
         return sum(r.divergent_branches for r in self.instructions)
 
     @property
-    def branch_efficiency(self) -> Optional[float]:
+    def branch_efficiency(self) -> float | None:
         """Uniform ``bra`` executions over all (1.0 = none divergent; None: no branch)."""
         b = self.branches
         return (b - self.divergent_branches) / b if b else None
 
     @property
-    def active_thread_efficiency(self) -> Optional[float]:
+    def active_thread_efficiency(self) -> float | None:
         """Active threads per executed warp-instruction, over 32."""
         return self.threads / (32 * self.executed) if self.executed else None
 
@@ -250,7 +257,7 @@ class Profiler(Observer):
         self._counts: dict = {}
         self._spaces: dict = {}
         self._memory: dict = {}
-        self._m = None
+        self._m: Any = None   # the Machine of the current wave
         self._pc = 0
 
     def _start(self, prog) -> None:
@@ -317,3 +324,42 @@ class Profiler(Observer):
         return Profile(kernel=kernel, grid=tuple(grid), block=tuple(block),
                        instructions=tuple(rows), memory=memory)
 
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def profile_text(prof: Profile, top_mix: int = 12) -> str:
+    """The profile as text: totals, memory instructions in program order, Nsight names, mix."""
+    eff, act = prof.branch_efficiency, prof.active_thread_efficiency
+    active = "-" if act is None else f"{100 * act:.1f}%"
+    branch = "-" if eff is None else f"{100 * eff:.1f}%"
+    summary = (f"  {prof.executed:,} warp-instructions, {prof.threads:,} thread-instructions; "
+               f"active threads per warp-instruction {_ratio(act and 32 * act)}/32 ({active}); "
+               f"branch efficiency {branch} ({prof.divergent_branches} of {prof.branches} "
+               "branches divergent)")
+    lines = [f"kernel {prof.kernel}: grid {prof.grid}, block {prof.block} (on the interpreter)",
+             summary, ""]
+    mem = [r for r in prof.instructions if r.executed and r.requests]
+    if mem:
+        lines.append(f"{'line':>6} {'#':>4}  {'opcode':<24} {'space':<7} {'executed':>8} "
+                     f"{'requests':>8} {'sectors':>8} {'sec/req':>7} {'wavefr':>7} "
+                     f"{'wf/req':>6} {'ways':>4} {'conflicts':>9}")
+        for r in mem:
+            shared = r.wavefronts > 0
+            lines.append(
+                f"{r.line if r.line is not None else '-':>6} "
+                f"{r.index if r.index is not None else '-':>4}  {r.opcode[:24]:<24} "
+                f"{r.space or '-':<7} {r.executed:>8} {r.requests:>8} "
+                f"{r.sectors if not shared else '-':>8} {_ratio(r.sectors_per_request):>7} "
+                f"{r.wavefronts if shared else '-':>7} {_ratio(r.wavefronts_per_request):>6} "
+                f"{r.ways if shared else '-':>4} {r.bank_conflicts if shared else '-':>9}")
+        lines.append("")
+    lines.append("Nsight Compute metrics (the same definitions, measured on the interpreter):")
+    for name, value in prof.metrics().items():
+        lines.append(f"  {name:<62} {'-' if value is None else value}")
+    mix = list(prof.mix.items())[:top_mix]
+    if mix:
+        lines += ["", "instruction mix (warp-level): " + ", ".join(f"{k} {v}" for k, v in mix)]
+    return "\n".join(lines) + "\n"

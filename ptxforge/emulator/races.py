@@ -35,14 +35,14 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any
 
 import attrs
 import numpy as np
 
 from .observe import Observer, Site, sites
 
-__all__ = ["Race", "RaceDetector", "MAX_RACES"]
+__all__ = ["MAX_RACES", "Race", "RaceDetector"]
 
 #: Qualifiers that make a load or store *strong* in the PTX memory model: strong accesses do
 #: not race with each other (only with plain ones), like atomics.
@@ -71,19 +71,19 @@ class Race:
     second: Site
     first_thread: tuple
     second_thread: tuple
-    same_value: Optional[bool] = None
+    same_value: bool | None = None
     count: int = 1
 
     @property
-    def first_index(self) -> Optional[int]:
+    def first_index(self) -> int | None:
         return self.first.index
 
     @property
-    def second_index(self) -> Optional[int]:
+    def second_index(self) -> int | None:
         return self.second.index
 
     @property
-    def line(self) -> Optional[int]:
+    def line(self) -> int | None:
         """The later access's source line (where a fix usually goes: a barrier before it)."""
         return self.second.line
 
@@ -147,7 +147,7 @@ class RaceDetector(Observer):
         self._order: list = []
         self._found: dict = {}
         self._shadows = {"shared": _Shadow(), "global": _Shadow()}
-        self._m = None
+        self._m: Any = None   # the Machine of the current wave
         self._sites: tuple = ()
         self._prog = None
         self._pc = 0
@@ -205,7 +205,7 @@ class RaceDetector(Observer):
         b = (flat.astype(np.int64)[:, None] + k).ravel()
         sh.ensure(int(b.max()) + 1)
         slot = m.slot[threads]
-        rep = lambda v: np.repeat(v, nbytes)  # noqa: E731
+        rep = lambda v: np.repeat(v, nbytes)
         t, ep = rep(self._tid[threads]), rep(self._epoch[slot])
         blk = rep(slot if space == "shared" else self._blk_lin[slot]).astype(np.int32)
         where = (addr.astype(np.int64)[:, None] + k).ravel()

@@ -23,13 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 from ptxforge.emulator.observe import Tee
-from ptxforge.emulator.profile import Profile, Profiler
+from ptxforge.emulator.profile import Profile, Profiler, profile_text
 from ptxforge.emulator.races import Race, RaceDetector
 from ptxforge.errors import LaunchError
 
 from .emulated import EmulatedKernel, EmulatedModule
 
-__all__ = ["profile_kernel", "find_races", "profile_and_races", "Profile", "Race"]
+__all__ = ["Profile", "Race", "find_races", "profile_and_races", "profile_kernel",
+           "profile_text"]
 
 
 def _kernel(kernel: Any) -> EmulatedKernel:

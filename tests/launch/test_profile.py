@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from memory_kernels import line_of, memory_ptx
 
 from ptxforge.emulator.profile import NSIGHT, sectors, shared_wavefronts
 from ptxforge.errors import LaunchError
 from ptxforge.launch.loader import load
 from ptxforge.launch.profile import profile_and_races, profile_kernel
+
+from memory_kernels import line_of, memory_ptx
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from memory_kernels import line_of, memory_ptx
 
 from ptxforge.emulator.memory import GLOBAL_BASE
 from ptxforge.launch.loader import load
 from ptxforge.launch.profile import find_races
+
+from memory_kernels import line_of, memory_ptx
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +91,12 @@ def test_atomics_are_not_races(mod):
 def test_race_free_kernels_are_not_flagged(mod, name):
     if name.startswith("transpose"):
         a = np.arange(64 * 64, dtype=np.float32)
-        args, shape = (a, np.zeros_like(a), 64), dict(grid=(2, 2), block=(32, 32))
+        args, shape = (a, np.zeros_like(a), 64), {"grid": (2, 2), "block": (32, 32)}
     elif name == "doubles":
-        args, shape = (np.arange(64.0), np.zeros(64)), dict(grid=1, block=64)
+        args, shape = (np.arange(64.0), np.zeros(64)), {"grid": 1, "block": 64}
     else:
         args = (np.arange(1024, dtype=np.float32), np.zeros(512, np.float32))
-        shape = dict(grid=2, block=256)
+        shape = {"grid": 2, "block": 256}
     assert find_races(mod[name], *args, **shape) == []
 
 
@@ -139,16 +140,16 @@ def _corpus_cases():
     s = rng.standard_normal((5, 70)).astype(np.float32)
     return {
         "block_reduce_sum": ("reduce", lambda: (x, np.zeros(5, np.float32), 1000),
-                             dict(grid=5, block=256)),
+                             {"grid": 5, "block": 256}),
         "block_exclusive_scan": ("scan_transpose", lambda: (x, np.zeros(1000, np.float32),
                                                             np.zeros(2, np.float32), 1000),
-                                 dict(grid=2, block=256)),
+                                 {"grid": 2, "block": 256}),
         "transpose_smem": ("scan_transpose", lambda: (m, np.zeros((96, 64), np.float32), 64, 96),
-                           dict(grid=(3, 2), block=(32, 8))),
+                           {"grid": (3, 2), "block": (32, 8)}),
         "histogram256": ("atomics", lambda: (h, np.zeros(256, np.uint32), 2000),
-                         dict(grid=4, block=128)),
+                         {"grid": 4, "block": 128}),
         "softmax_rows": ("softmax", lambda: (s, np.zeros_like(s), 5, 70),
-                         dict(grid=2, block=128)),
+                         {"grid": 2, "block": 128}),
     }
 
 
@@ -162,10 +163,11 @@ BENIGN = {"block_exclusive_scan": {(11, 0), (22, 0), (30, 0)}}
 @pytest.mark.parametrize("prefix", sorted(_corpus_cases()))
 def test_corpus_kernels_with_a_barrier_removed_are_caught(prefix):
     import attrs
-    from corpus_util import corpus_ptx
 
     from ptxforge.ptx import ir
     from ptxforge.ptx.parse import parse
+
+    from corpus_util import corpus_ptx
 
     source, make, shape = _corpus_cases()[prefix]
     module = parse(corpus_ptx(source, "sm_80", True))

@@ -12,9 +12,9 @@ import functools
 
 from corpus_util import compile_cu
 
-__all__ = ["SOURCE", "NAME", "memory_ptx", "line_of"]
+__all__ = ["NAME", "SOURCE", "line_of", "memory_ptx"]
 
-NAME = "memory_kernels.cu"
+NAME = "memory_kernels"
 
 SOURCE = r"""
 extern "C" __global__ void copy(const float *in, float *out) {
@@ -139,7 +139,7 @@ extern "C" __global__ void histogram(const int *in, int *bins, float *total) {
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def memory_ptx(arch: str = "sm_80") -> str:
     """The PTX of :data:`SOURCE` (``-lineinfo``)."""
     return compile_cu(SOURCE, NAME, arch, lineinfo=True)
