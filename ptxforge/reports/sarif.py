@@ -7,7 +7,8 @@ own source line (its first ``.loc``: the CUDA, Triton or numba line that defines
 when the PTX has line information, else at its ``.entry`` line in the PTX file, with the
 kernel as a logical location and the source lines that hold the most registers at the
 pressure peak as related locations.  Paths under ``root`` (default: the current directory)
-become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.
+become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.  Data races from
+``ptxforge check --races`` are results too, under the ``data-race`` rule (:func:`race_results`).
 
 Example::
 
