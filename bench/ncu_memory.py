@@ -8,8 +8,9 @@ On a machine with a GPU, nvcc and ncu::
 
 Then, anywhere: ``python bench/ncu_memory.py --compare ncu.csv`` profiles the same launches on
 the interpreter (ptxforge.launch.profile_kernel, sm_80 PTX from NVRTC) and prints both per
-kernel and metric.  Not a test: it needs a GPU and Nsight Compute's counters; the figures it
-printed are in docs/memory.md.
+kernel and metric.  Not a test: it needs a GPU and Nsight Compute's counters.  One H100
+measurement is kept in tests/launch/data/ncu_memory_h100.csv, which
+tests/launch/test_profile.py compares with the interpreter (docs/memory.md).
 """
 
 from __future__ import annotations

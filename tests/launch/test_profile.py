@@ -175,3 +175,33 @@ def test_profile_and_races_in_one_run_and_refusals(mod):
     assert data["nsight"]["smsp__inst_executed.sum"] == prof.executed
     row = next(r for r in data["instructions"] if r["opcode"].startswith("ld.global"))
     assert (row["sectors_per_request"], row["line"]) == (4.0, line_of("copy"))
+
+
+def test_memory_figures_equal_nsight_compute_on_an_h100():
+    """bench/ncu_memory.py's launches of these kernels, measured by Nsight Compute 2025.3.1 on
+    an H100 (sm_90, nvcc 13.0; tests/launch/data/ncu_memory_h100.csv, 2026-11-27), against
+    the interpreter's profile of the same launches: every global request and sector count and
+    every shared wavefront and bank-conflict count is equal.  (Branch efficiency is not
+    compared: the SASS has other branches than the PTX.)"""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "bench"))
+    try:
+        import ncu_memory
+    finally:
+        sys.path.remove(str(root / "bench"))
+    gpu = ncu_memory.read_ncu(str(Path(__file__).parent / "data" / "ncu_memory_h100.csv"))
+    emu = ncu_memory.interpreter()
+    assert sorted(gpu) == sorted(emu)
+    compared = 0
+    for kernel, metrics in emu.items():
+        for metric in ncu_memory.METRICS:
+            if metric.startswith("smsp__sass_average_branch"):
+                continue
+            assert metrics.get(metric, 0) == gpu[kernel][metric], (kernel, metric)
+            compared += 1
+    assert compared == 8 * 8
+    assert gpu["transpose_tile"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] \
+        == 31 * 128
