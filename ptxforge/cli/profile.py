@@ -11,7 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, UsageError, dims_type, read_source
+from ptxforge.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    UsageError,
+    dims_type,
+    int_range,
+    read_source,
+)
 from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "add_launch", "launch_from_args", "run"]
@@ -38,7 +45,8 @@ def add_launch(sp, block: bool = True) -> None:
                     help="a parameter (by name or position): NAME=VALUE for a number, "
                          "NAME=TYPE[N] for an array of N zeros (TYPE f32, f64, s32, u8, ...), "
                          "NAME=TYPE[N]:iota / :random / :VALUE to fill it; repeat per parameter")
-    sp.add_argument("--shared-mem", type=int, default=0, metavar="BYTES",
+    sp.add_argument("--shared-mem", type=int_range(0, None, "shared memory size"), default=0,
+                    metavar="BYTES",
                     help="dynamic shared memory per block (default 0)")
 
 
@@ -98,8 +106,6 @@ def run(args) -> int:
     from ptxforge.launch.profile import profile_and_races, profile_text
 
     kernel, kwargs, grid, block = launch_from_args(args, "profile")
-    if args.shared_mem < 0:
-        raise UsageError(f"--shared-mem must be >= 0 bytes, got {args.shared_mem}")
     prof, races = profile_and_races(kernel, grid=grid, block=block,
                                     shared_mem=args.shared_mem, races=args.races, **kwargs)
     if args.json:

@@ -51,10 +51,11 @@ def _kernel(kernel: Any) -> EmulatedKernel:
 
 
 def profile_and_races(kernel: Any, *args: Any, grid: Any = None, block: Any = None,
-                      shared_mem: int = 0, races: bool = True,
+                      shared_mem: int = 0, races: bool = True, cooperative: bool = False,
                       **kwargs: Any) -> tuple[Profile, list]:
     """One launch that gives both the :class:`Profile` and the races (``races=False``: an
-    empty list, no race check).
+    empty list, no race check); ``cooperative`` as for a launch (every block at once, grid
+    sync).
 
     Example::
 
@@ -69,25 +70,26 @@ def profile_and_races(kernel: Any, *args: Any, grid: Any = None, block: Any = No
     profiler, detector = Profiler(), RaceDetector()
     observer = Tee(profiler, detector) if races else profiler
     g, b = k.run(args, kwargs, grid=grid, block=block, shared_mem=shared_mem,
-                 observer=observer)
+                 cooperative=cooperative, observer=observer)
     return profiler.result(k.name, g, b), detector.races if races else []
 
 
 def profile_kernel(kernel: Any, *args: Any, grid: Any = None, block: Any = None,
-                   shared_mem: int = 0, **kwargs: Any) -> Profile:
+                   shared_mem: int = 0, cooperative: bool = False, **kwargs: Any) -> Profile:
     """Run ``kernel`` on the interpreter with ``args`` and return its :class:`Profile`:
     per-instruction executed counts, global/local requests and sectors, shared wavefronts and
     bank conflicts, branch divergence, and the kernel totals (see the module example)."""
     return profile_and_races(kernel, *args, grid=grid, block=block, shared_mem=shared_mem,
-                             races=False, **kwargs)[0]
+                             races=False, cooperative=cooperative, **kwargs)[0]
 
 
 def find_races(kernel: Any, *args: Any, grid: Any = None, block: Any = None,
-               shared_mem: int = 0, **kwargs: Any) -> list:
+               shared_mem: int = 0, cooperative: bool = False, **kwargs: Any) -> list:
     """Run ``kernel`` on the interpreter with ``args`` and return its data races, a list of
     :class:`~ptxforge.emulator.races.Race` (empty when the run had none; see the module
     example)."""
     k = _kernel(kernel)
     detector = RaceDetector()
-    k.run(args, kwargs, grid=grid, block=block, shared_mem=shared_mem, observer=detector)
+    k.run(args, kwargs, grid=grid, block=block, shared_mem=shared_mem, cooperative=cooperative,
+          observer=detector)
     return detector.races

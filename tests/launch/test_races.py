@@ -190,3 +190,24 @@ def test_corpus_kernels_with_a_barrier_removed_are_caught(prefix):
             quiet.add(where)
         assert all(r.first.line and r.second.line for r in races)
     assert quiet == BENIGN.get(prefix, set())
+
+
+def test_mbarrier_phases_and_grid_syncs_order_accesses():
+    """cuda::barrier, cuda::pipeline and this_grid().sync() (tests/support/real_world_source.py)
+    order the exchanges they guard: without the mbarrier phase rule barrier_rotate's shared
+    exchange is a RAW race, without the grid rule grid_rotate's global one (both seen)."""
+    from real_world_source import real_world_ptx
+
+    module = load(real_world_ptx(), device="emulator")
+    module.set("coef", np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    module.set("bias", np.array([7], np.int32))
+    x = np.arange(512, dtype=np.float32)
+    assert find_races(module["barrier_rotate"], x, np.zeros(512, np.float32), grid=2,
+                      block=256) == []
+    chunks = np.arange(128 * 5, dtype=np.float32)
+    assert find_races(module["pipeline_sum"], chunks, np.zeros(128, np.float32), 5, grid=1,
+                      block=128) == []
+    data, out = np.zeros(256, np.int32), np.zeros(256, np.int32)
+    assert find_races(module["grid_rotate"], data, out, grid=4, block=64,
+                      cooperative=True) == []
+    assert out.tolist() == [3 * ((i + 1) % 256) for i in range(256)]
