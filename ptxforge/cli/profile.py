@@ -11,14 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ptxforge.cli.common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    UsageError,
-    dims_type,
-    int_range,
-    read_source,
-)
+from ptxforge.cli.common import EXIT_FAILURE, EXIT_OK, UsageError, dims_type, int_range, read_source
 from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "add_launch", "launch_from_args", "run"]
