@@ -205,9 +205,9 @@ class RaceDetector(Observer):
         b = (flat.astype(np.int64)[:, None] + k).ravel()
         sh.ensure(int(b.max()) + 1)
         slot = m.slot[threads]
-        rep = lambda v: np.repeat(v, nbytes)
-        t, ep = rep(self._tid[threads]), rep(self._epoch[slot])
-        blk = rep(slot if space == "shared" else self._blk_lin[slot]).astype(np.int32)
+        t, ep = np.repeat(self._tid[threads], nbytes), np.repeat(self._epoch[slot], nbytes)
+        blk = np.repeat(slot if space == "shared" else self._blk_lin[slot],
+                        nbytes).astype(np.int32)
         where = (addr.astype(np.int64)[:, None] + k).ravel()
         a = sh.a
         if strong and not atomic and data is None:   # ld.volatile, ld.acquire, ...
