@@ -338,7 +338,7 @@ def test_ray_traversal_prints_ptxas_figures():
     for m in re.finditer(r"^(\w+(?:\+cache)?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\S+)\s+"
                          r"(\d+)\s+(\S+)\s+(\d+)\s+(\d+)$", out.split("memory on the PTX")[1],
                          re.MULTILINE):
-        name, regs, frame, lreq, lspr, greq, gspr, sreq, wpr, conf, inst = m.groups()
+        name, regs, _, lreq, lspr, greq, _, sreq, _, conf, _ = m.groups()
         rows[name] = {"regs": int(regs), "local": int(lreq), "global": int(greq),
                       "shared": int(sreq), "conflicts": int(conf), "lspr": lspr}
     assert sorted(rows) == sorted(k + c for k in ex.KINDS for c in ("", "+cache"))
