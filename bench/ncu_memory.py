@@ -81,7 +81,7 @@ def interpreter() -> dict:
     mod = load(memory_ptx(), device="emulator")
     out = {}
     for name, g, b, args in LAUNCHES:
-        vals = []
+        vals: list = []
         for a in args:
             if isinstance(a, str):
                 ty, n = a.split(":")
