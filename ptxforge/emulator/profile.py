@@ -136,6 +136,8 @@ class InstructionProfile:
     line: int | None
     ptx_line: int | None
     space: str | None    # the space(s) it touched ("shared+global"), else the one it names
+    direction: str | None    # "ld", "st", "atom", "red" (joined by "+" when several)
+    width: int               # bytes per thread of its widest access (0: no access)
     executed: int
     threads: int
     threads_pred_on: int
@@ -256,6 +258,8 @@ class Profiler(Observer):
         self._sites: tuple = ()
         self._counts: dict = {}
         self._spaces: dict = {}
+        self._ops: dict = {}
+        self._width: dict = {}
         self._memory: dict = {}
         self._m: Any = None   # the Machine of the current wave
         self._pc = 0
@@ -264,7 +268,7 @@ class Profiler(Observer):
         self._prog = prog
         self._sites = sites(prog)
         self._counts = {f: np.zeros(len(prog.insts), np.int64) for f in _FIELDS}
-        self._spaces = {}
+        self._spaces, self._ops, self._width = {}, {}, {}
 
     def step(self, m, pc, idx, take, kind) -> None:
         if m.prog is not self._prog:
@@ -306,6 +310,8 @@ class Profiler(Observer):
             c["sectors"][pc] += sec
         c["requests"][pc] += req
         self._spaces.setdefault(pc, set()).add(space)
+        self._ops.setdefault(pc, set()).add(op)
+        self._width[pc] = max(self._width.get(pc, 0), nbytes)
         tot = self._memory.setdefault((space, op), [0, 0, 0, 0])
         for k, v in enumerate((req, sec, wave, conf)):
             tot[k] += v
@@ -317,9 +323,12 @@ class Profiler(Observer):
             figures = {f: int(self._counts[f][pc]) for f in _FIELDS}
             seen = self._spaces.get(pc)
             space = "+".join(sorted(seen)) if seen else site.space
+            ops = self._ops.get(pc)
             rows.append(InstructionProfile(index=site.index, opcode=site.opcode,
                                            family=site.family, file=site.file, line=site.line,
-                                           ptx_line=site.ptx_line, space=space, **figures))
+                                           ptx_line=site.ptx_line, space=space,
+                                           direction="+".join(sorted(ops)) if ops else None,
+                                           width=self._width.get(pc, 0), **figures))
         memory = tuple((s, o, *v) for (s, o), v in sorted(self._memory.items()))
         return Profile(kernel=kernel, grid=tuple(grid), block=tuple(block),
                        instructions=tuple(rows), memory=memory)

@@ -50,6 +50,7 @@ def test_naive_transpose_stores_touch_32_sectors_per_request(mod):
     load, store = _one(prof, "naive", "ld.global"), _one(prof, "naive", "st.global")
     warps = (N * N) // 32
     assert (load.executed, load.requests, load.sectors) == (warps, warps, 4 * warps)
+    assert (load.direction, load.width, store.direction, store.width) == ("ld", 4, "st", 4)
     assert load.sectors_per_request == 4.0
     assert (store.requests, store.sectors, store.sectors_per_request) == (warps, 32 * warps, 32.0)
     assert store.index is not None and prof.instructions[store.index].opcode == store.opcode
@@ -105,6 +106,7 @@ def test_eight_byte_shared_accesses_take_two_phases(mod):
     prof = profile_kernel(mod["doubles"], d, out, grid=1, block=64)
     st = _one(prof, "double_store", "st.shared")
     assert (st.requests, st.wavefronts, st.ways, st.bank_conflicts) == (2, 4, 1, 0)
+    assert (st.direction, st.width) == ("st", 8)
     ld = _one(prof, "double_stride2", "ld.shared")  # d[2t]: 16 threads cover the banks twice
     assert (ld.requests, ld.wavefronts, ld.ways, ld.bank_conflicts) == (2, 8, 2, 4)
     assert out.tolist() == [float(2 * t) if 2 * t < 64 else 2 * t - 64 + 1.0 for t in range(64)]
