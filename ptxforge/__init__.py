@@ -65,6 +65,7 @@ _LAZY = {
     "KernelStats": "toolchain.compile",
     "compile_ptx": "toolchain.compile",
     "sweep": "toolchain.sweep",
+    "profile_kernel": "launch.profile", "find_races": "launch.profile",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the names as plain imports
@@ -73,6 +74,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the names as plain imports
     from .arch.spec import LaunchSpec
     from .arch.targets import Target, target
     from .dsl.builder import KernelBuilder, ModuleBuilder
+    from .launch.profile import find_races, profile_kernel
     from .ptx.emit import emit
     from .ptx.ir import Kernel, Module
     from .ptx.parse import parse, parse_file
@@ -125,8 +127,8 @@ __all__ = [
     "Comparison", "compare_variants", "sass_report", "SassReport", "analyze_cubin",
     # targets, the launch an analysis assumes, and occupancy
     "Target", "target", "LaunchSpec", "occupancy", "Occupancy", "register_cliffs",
-    # GPU
-    "load",
+    # GPU, and the PTX interpreter's profile and race check
+    "load", "profile_kernel", "find_races",
     # errors
     "PtxforgeError", "PtxTypeError", "BuildError", "UnsupportedError", "ParseError",
     "CompileError", "CompilerCrashError", "BackendUnavailableError", "DeviceError",

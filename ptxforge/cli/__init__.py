@@ -19,6 +19,8 @@ the output)::
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
     ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
     ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
+    ptxforge profile FILE.ptx|FILE.cu [--kernel NAME] --grid G --block B --arg NAME=VALUE
+                              --arg NAME=TYPE[N] ... [--races] [--json]   (on the interpreter)
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
 ``.maxntid`` (else 256).  ``-`` as a file reads standard input.  Exit status, the same in
@@ -48,6 +50,7 @@ from ptxforge.cli import (
     compare,
     diff,
     occupancy,
+    profile,
     report,
     sass,
     sweep,
@@ -66,12 +69,12 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
 
 #: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
 _CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune",
-                "advise")
+                "advise", "profile")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
              "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise,
-             "tune": tune}
+             "tune": tune, "profile": profile}
 
 
 def _run(args) -> int:

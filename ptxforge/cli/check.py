@@ -3,7 +3,9 @@
 Reads PTX files, cubins, folders of them and Triton caches (:mod:`ptxforge.frontends.inputs`),
 checks each kernel against the flags and a TOML budget file
 (:mod:`ptxforge.reports.check`), prints a table and every failure with its source line, and
-writes SARIF 2.1.0 (``--sarif``) and JUnit XML (``--junit``) for CI.
+writes SARIF 2.1.0 (``--sarif``) and JUnit XML (``--junit``) for CI.  ``--races`` runs one
+kernel on the PTX interpreter (``--grid``, ``--block``, ``--arg``) and fails on a data race
+(:mod:`ptxforge.launch.profile`), one SARIF result per race.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ptxforge.cli.common import (
     message,
     spec_from_args,
 )
+from ptxforge.cli.profile import add_launch, launch_from_args
 from ptxforge.errors import PtxforgeError
 
 __all__ = ["add", "run"]
@@ -64,7 +67,15 @@ def add(sub) -> None:
     c.add_argument("--junit", metavar="OUT.xml", help="write the result as JUnit XML")
     c.add_argument("--source-root", metavar="DIR",
                    help="make SARIF paths relative to DIR (default: the current directory)")
-    add_common(c, kernel=False)
+    r = c.add_argument_group("races", "run one kernel of one file on the PTX interpreter and "
+                                      "fail on a data race (a SARIF result each)")
+    r.add_argument("--races", action="store_true",
+                   help="check for data races; needs --grid, --block and an --arg per "
+                        "parameter")
+    r.add_argument("--kernel", metavar="NAME",
+                   help="with --races: the kernel to run (default: the file's only kernel)")
+    add_launch(r, block=False)
+    add_common(c, kernel=False, block_shape=True)
     add_jobs(c)
 
 
@@ -91,6 +102,8 @@ def run(args) -> int:
         paths.append(args.triton_cache or str(triton_cache.default_cache_dir()))
     if not paths:
         raise UsageError("nothing to check: give FILE|DIR arguments or --triton-cache")
+    args.launch_block, args.block = args.block, _threads(args.block)
+    races = _races(args, paths) if args.races else ()
     base = Budget(max_registers=args.max_registers,
                   no_spills=True if args.no_spills else None, max_stack=args.max_stack,
                   min_occupancy=args.min_occupancy, block=args.block)
@@ -101,8 +114,10 @@ def run(args) -> int:
         return EXIT_USAGE
     if base.empty and (budget_file is None or (
             budget_file.defaults.empty and all(b.empty for _, b in budget_file.kernels))):
+        if args.races:
+            return _race_only(args, races)
         raise UsageError("no budget to check: give --max-registers, --no-spills, "
-                         "--max-stack, --min-occupancy or --budget FILE.toml")
+                         "--max-stack, --min-occupancy, --budget FILE.toml or --races")
     units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
                     cu_flags=args.cu_flags)
     kernels = [f for u in units for f in u.figures]
@@ -112,13 +127,67 @@ def run(args) -> int:
     if args.sarif:
         from ptxforge.reports.sarif import sarif_text
 
-        _write(args.sarif, sarif_text(report, args.source_root))
+        _write(args.sarif, sarif_text(report, args.source_root, races))
     if args.junit:
         from ptxforge.reports.junit import junit_xml
 
         _write(args.junit, junit_xml(report))
     if args.json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        data = report.to_dict()
+        if args.races:
+            data["races"] = [r.to_dict() for _, _, found in races for r in found]
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(report.to_text())
-    return report.exit_status
+        sys.stdout.write(report.to_text() + (_race_text(races) if args.races else ""))
+    return max(report.exit_status, int(any(found for _, _, found in races)))
+
+
+def _threads(block) -> int | None:
+    """Threads per block of a --block shape (what the occupancy budget reads)."""
+    return None if block is None else block[0] * block[1] * block[2]
+
+
+def _races(args, paths: list) -> tuple:
+    """``((kernel, file, [Race, ...]),)``: one kernel of one file run on the interpreter."""
+    from ptxforge.launch.profile import find_races
+
+    if len(paths) != 1:
+        raise UsageError(f"--races runs one kernel of one file on the interpreter; got "
+                         f"{len(paths)} inputs ({', '.join(paths)})")
+    args.path = paths[0]
+    kernel, kwargs, grid, block = launch_from_args(args, "check --races")
+    found = find_races(kernel, grid=grid, block=block, shared_mem=args.shared_mem, **kwargs)
+    return ((kernel.name, args.path, found),)
+
+
+def _race_text(races: tuple) -> str:
+    lines = []
+    for kernel, _, found in races:
+        if not found:
+            lines.append(f"races: none in kernel {kernel} on this launch")
+        for r in found:
+            lines.append(f"race: {r.message()}")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _race_only(args, races: tuple) -> int:
+    """``check --races`` without a budget: the races, SARIF and JSON of them alone."""
+    import json
+
+    from ptxforge.reports.check import CheckReport
+
+    report = CheckReport(findings=(), kernels=())
+    if args.sarif:
+        from ptxforge.reports.sarif import sarif_text
+
+        _write(args.sarif, sarif_text(report, args.source_root, races))
+    if args.junit:
+        raise UsageError("--junit writes budget results; --races alone has none (use --sarif)")
+    found = [r for _, _, rs in races for r in rs]
+    if args.json:
+        sys.stdout.write(json.dumps({"schema": "ptxforge.check/1", "ok": not found,
+                                     "races": [r.to_dict() for r in found]}, indent=2,
+                                    ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(_race_text(races).lstrip("\n"))
+    return int(bool(found))

@@ -22,6 +22,7 @@ __all__ = [
     "arch_type",
     "caps_type",
     "count_type",
+    "dims_type",
     "emit",
     "int_range",
     "message",
@@ -107,19 +108,37 @@ def pair_type(text: str) -> tuple:
 count_type = int_range(0, None, "count")
 
 
+def dims_type(what: str):
+    """An argparse type for a grid or block shape: ``256``, ``16x16`` or ``32,8,1`` (a
+    3-tuple)."""
+    def convert(text: str) -> tuple:
+        from ptxforge.launch.arg_specs import parse_dims
+
+        try:
+            return parse_dims(text, what)
+        except PtxforgeError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = f"{what} shape"
+    return convert
+
+
 def add_common(sp, compile_arch: bool = True, kernel: bool = True, ptx: bool = True,
-               json: bool = True) -> None:
+               json: bool = True, block_shape: bool = False) -> None:
     """The options every command shares: --arch, --block, --smem, --kernel, --json (when the
     command has JSON output), and for commands that compile PTX (``ptx``) --backend, --ptxas,
-    --relocatable."""
+    --relocatable.  ``block_shape``: --block also takes a shape (16x16, a 3-tuple)."""
     if ptx:
         add_compile_options(sp)
         sp.add_argument("--arch", default=None, type=arch_type(compile_arch),
                         help="target architecture (default: the PTX's .target when "
                              "ptxforge knows it, else sm_80)")
-        sp.add_argument("--block", default=None, type=int_range(1, 1024, "block size"),
+        sp.add_argument("--block", default=None,
+                        type=dims_type("block") if block_shape
+                        else int_range(1, 1024, "block size"),
                         help="threads per block for occupancy (default: the kernel's "
-                             ".reqntid/.maxntid, else 256)")
+                             ".reqntid/.maxntid, else 256)"
+                        + ("; a shape such as 16x16 for the launch of --races"
+                           if block_shape else ""))
         sp.add_argument("--smem", default=0, metavar="BYTES",
                         type=int_range(0, None, "shared memory size"),
                         help="dynamic shared memory per block in bytes, added to the "

@@ -147,11 +147,14 @@ class Emulator:
         return self.memory.read(address, nbytes)
 
     def launch(self, name: str, params: bytes, grid=1, block=1, shared_mem: int = 0,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, observer=None) -> None:
         """Run kernel ``name`` over ``grid`` blocks of ``block`` threads to completion.
 
         ``cooperative`` runs every block in one wave with a grid-sync workspace (what
         ``cudaLaunchCooperativeKernel`` gives ``cooperative_groups::this_grid().sync()``).
+        ``observer`` (:class:`~ptxforge.emulator.observe.Observer`) is told of every step,
+        memory access and barrier release: the profile and the race check
+        (:mod:`~ptxforge.emulator.profile`, :mod:`~ptxforge.emulator.races`).
         """
         prog = self.program(name)
         g, b = _dim3(grid, "grid"), _dim3(block, "block")
@@ -180,9 +183,11 @@ class Emulator:
         try:
             for start in range(0, len(blocks), per_wave):
                 wave = blocks[start:start + per_wave]
-                machine = Machine(prog, mem, wave, b, g, int(shared_mem), env)
+                machine = Machine(prog, mem, wave, b, g, int(shared_mem), env, observer)
                 mem.start_wave(len(wave), machine.n, machine.slot)
+                mem.observer = observer
                 machine.run()
         finally:
+            mem.observer = None
             if env is not None:
                 self.memory.free(work)

@@ -192,8 +192,13 @@ class Machine:
     """One wave of blocks in flight: registers, program counters, carry flags, special registers."""
 
     def __init__(self, prog: Program, mem: Memory, blocks: list, block_dim: tuple,
-                 grid_dim: tuple, dyn_smem: int, env: dict | None = None) -> None:
+                 grid_dim: tuple, dyn_smem: int, env: dict | None = None,
+                 observer=None) -> None:
         self.prog = prog
+        #: an :class:`~ptxforge.emulator.observe.Observer` (the profile, the race check), or
+        #: None: the loop then pays one comparison per step
+        self.observer = observer
+        self.grid_dim = grid_dim
         self.mem = mem
         nb = len(blocks)
         bx, by, bz = block_dim
@@ -278,6 +283,7 @@ class Machine:
         array, and writes the per-thread counters back only when the threads part.
         """
         prog, code = self.prog, self.prog.code
+        obs = self.observer
         ncode = len(code)
         together = False          # every live thread is at pc ``p``; self.pc is stale
         live_idx = np.flatnonzero(~(self.exited | self.waiting))
@@ -316,6 +322,8 @@ class Machine:
                     name, neg = guard
                     g = self.regs[name][idx].astype(bool)
                     take = idx[~g] if neg else idx[g]
+                if obs is not None:
+                    obs.step(self, p, idx, take, kind)
                 if kind == 0:
                     if len(take):
                         payload(self, take)
@@ -348,4 +356,6 @@ class Machine:
         if not ready.any():
             return False
         self.waiting &= ~ready[self.slot]
+        if self.observer is not None:
+            self.observer.release(self, np.flatnonzero(ready))
         return True

@@ -64,6 +64,8 @@ class Memory:
         self.local = np.zeros(0, np.uint8)
         self.local_size = 0
         self.block_slot: Optional[np.ndarray] = None  # wave thread -> block slot
+        #: told of every access (:meth:`~ptxforge.emulator.observe.Observer.access`) when set
+        self.observer = None
 
     # --- host side ---------------------------------------------------------------------
     def alloc(self, nbytes: int, align: int = 256) -> int:
@@ -181,6 +183,8 @@ class Memory:
         out = np.empty((len(addr), nbytes), np.uint8)
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
+            if self.observer is not None:
+                self.observer.access(name, threads[sel], sub, flat, nbytes, None)
             words, pos, _unit = _words(array, flat, nbytes)
             got = words[pos].view(np.uint8).reshape(len(flat), nbytes)
             if isinstance(sel, slice):
@@ -194,8 +198,10 @@ class Memory:
         nbytes = data.shape[1]
         for name, sel, sub in self._spaces(space, addr):
             array, flat = self._flat(name, sub, threads[sel], nbytes, where)
-            words, pos, _unit = _words(array, flat, nbytes)
             part = np.ascontiguousarray(data[sel])
+            if self.observer is not None:
+                self.observer.access(name, threads[sel], sub, flat, nbytes, part)
+            words, pos, _unit = _words(array, flat, nbytes)
             words[pos] = part.view(words.dtype).reshape(pos.shape)
 
 

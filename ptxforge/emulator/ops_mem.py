@@ -231,6 +231,8 @@ def _build_atom(d, inst, symbols):
             for name, sel, sub in m.mem._spaces(space, addrs):
                 pos = np.arange(len(idx))[sel]
                 array, flat = m.mem._flat(name, sub, idx[sel], size, where)
+                if m.mem.observer is not None:
+                    m.mem.observer.access(name, idx[sel], sub, flat, size, None)
                 if len(flat) and np.bitwise_or.reduce(flat) % size:
                     raise EmulationError(f"{where}: misaligned {size}-byte atomic")
                 cells = array[: len(array) - len(array) % size].view(dt)

@@ -152,11 +152,19 @@ class EmulatedKernel:
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, sync: bool = False, cooperative: bool = False,
                  **kwargs: Any) -> None:
-        if grid is None or block is None:
-            raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         if stream is not None:
             raise LaunchError(f"kernel {self.name!r}: the emulator has no streams "
                               f"(got stream={stream!r})")
+        self.run(args, kwargs, grid=grid, block=block, shared_mem=shared_mem,
+                 cooperative=cooperative)
+
+    def run(self, args: Sequence[Any], kwargs: Mapping[str, Any], *, grid: Any, block: Any,
+            shared_mem: int = 0, cooperative: bool = False, observer: Any = None) -> tuple:
+        """Launch with positional ``args`` and named ``kwargs``; ``observer`` watches the run
+        (:class:`ptxforge.emulator.observe.Observer`: the profile and the race check).  The
+        launch's (grid, block) as two 3-tuples."""
+        if grid is None or block is None:
+            raise LaunchError(f"kernel {self.name!r}: grid= and block= are required")
         g, b, smem = check_launch_dims(grid, block, shared_mem,
                                        max_threads=self.max_threads_per_block)
         if self._required is not None:
@@ -180,13 +188,14 @@ class EmulatedKernel:
                 for member in buf.members:
                     ptrs[member.index] = buf.pointer(addr, member)
             emu.launch(self.name, pack_param_buffer(bound, ptrs), g, b, smem,
-                       cooperative=cooperative)
+                       cooperative=cooperative, observer=observer)
             for buf, addr in placed:
                 for member in buf.members:
                     _copy_back(emu, member.arg, buf.pointer(addr, member))
         finally:
             for _, addr in reversed(placed):
                 emu.free(addr)
+        return g, b
 
     launch = __call__
 

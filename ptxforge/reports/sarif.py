@@ -7,7 +7,8 @@ own source line (its first ``.loc``: the CUDA, Triton or numba line that defines
 when the PTX has line information, else at its ``.entry`` line in the PTX file, with the
 kernel as a logical location and the source lines that hold the most registers at the
 pressure peak as related locations.  Paths under ``root`` (default: the current directory)
-become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.
+become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.  Data races from
+``ptxforge check --races`` are results too, under the ``data-race`` rule (:func:`race_results`).
 
 Example::
 
@@ -28,7 +29,8 @@ from ptxforge.ptx.demangle import display_name
 
 from .check import RULES, CheckReport
 
-__all__ = ["SARIF_SCHEMA", "artifact_uri", "sarif_log", "sarif_text"]
+__all__ = ["RACE_RULE", "SARIF_SCHEMA", "artifact_uri", "race_results", "sarif_log",
+           "sarif_text"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _INFO_URI = "https://github.com/ptxforge/ptxforge"
@@ -101,8 +103,56 @@ def _result(f, index: int, root: Optional[str]) -> dict:
     return out
 
 
-def sarif_log(report: CheckReport, root: Optional[str] = None) -> dict:
-    """The SARIF 2.1.0 log (a dict) of ``report``; see the module docstring."""
+#: The rule of a data race found on the interpreter (``ptxforge check --races``).
+RACE_RULE = ("data-race", ("two threads access the same memory, at least one writing, with no "
+                           "barrier between them (found by running the kernel on the PTX "
+                           "interpreter)"))
+
+
+def _site_location(site, kernel_file: str, root: str | None) -> dict:
+    """A race side's location: its .loc line, else its line in the PTX file."""
+    if site.line is not None and site.file:
+        return _physical(site.file, site.line, root)
+    return _physical(kernel_file, site.ptx_line, root)
+
+
+def race_results(races, kernel: str, kernel_file: str, index: int,
+                 root: str | None = None) -> list:
+    """SARIF results for ``races`` (:class:`ptxforge.emulator.races.Race` values) of
+    ``kernel`` read from ``kernel_file``: each at the later access's line, the earlier access
+    as a related location; ``index`` is the rule's index in the run.
+
+    Example::
+
+        >>> race_results([], "k", "k.ptx", 4)
+        []
+    """
+    out = []
+    for race in races:
+        first, second = race.first, race.second
+        out.append({
+            "ruleId": RACE_RULE[0], "ruleIndex": index, "level": "error",
+            "message": {"text": race.message()},
+            "locations": [{"physicalLocation": _site_location(second, kernel_file, root),
+                           "logicalLocations": [{"name": display_name(kernel),
+                                                 "decoratedName": kernel, "kind": "function"}]}],
+            "relatedLocations": [{"id": 1,
+                                  "physicalLocation": _site_location(first, kernel_file, root),
+                                  "message": {"text": f"the other access: {first.opcode} "
+                                                      f"(instruction {first.index})"}}],
+            "partialFingerprints": {"ptxforgeRace/v1": f"{kernel}:{race.kind}:{first.index}:"
+                                                       f"{second.index}"},
+            "properties": {"kind": race.kind, "space": race.space, "address": race.address,
+                           "first_index": first.index, "second_index": second.index,
+                           "same_value": race.same_value, "kernel": kernel},
+        })
+    return out
+
+
+def sarif_log(report: CheckReport, root: Optional[str] = None, races: tuple = ()) -> dict:
+    """The SARIF 2.1.0 log (a dict) of ``report``; see the module docstring.  ``races``:
+    ``(kernel, file, [Race, ...])`` triples from ``ptxforge check --races``, one result each
+    under the ``data-race`` rule."""
     ids = list(RULES)
     rules = [{"id": rid, "name": "".join(w.title() for w in rid.split("-")),
               "shortDescription": {"text": desc},
@@ -110,17 +160,25 @@ def sarif_log(report: CheckReport, root: Optional[str] = None) -> dict:
               "helpUri": _INFO_URI + "/blob/main/docs/ci.md"}
              for rid, (_, desc) in RULES.items()]
     results = [_result(f, ids.index(f.rule), root) for f in report.failures]
+    if races:
+        rules.append({"id": RACE_RULE[0], "name": "DataRace",
+                      "shortDescription": {"text": RACE_RULE[1]},
+                      "defaultConfiguration": {"level": "error"},
+                      "helpUri": _INFO_URI + "/blob/main/docs/memory.md"})
+        for kernel, file, found in races:
+            results += race_results(found, kernel, file, len(rules) - 1, root)
     run = {"tool": {"driver": {"name": "ptxforge", "version": _version(),
                                "informationUri": _INFO_URI, "rules": rules}},
            "originalUriBaseIds": {"%SRCROOT%": {"uri": pathlib.Path(
                os.path.abspath(root or os.getcwd())).as_uri() + "/"}},
            "invocations": [{"executionSuccessful": True,
-                            "exitCode": report.exit_status}],
+                            "exitCode": max(report.exit_status,
+                                            int(any(found for _, _, found in races)))}],
            "results": results}
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def sarif_text(report: CheckReport, root: Optional[str] = None) -> str:
+def sarif_text(report: CheckReport, root: Optional[str] = None, races: tuple = ()) -> str:
     """:func:`sarif_log` as JSON text (deterministic: sorted keys, two-space indent)."""
-    return json.dumps(sarif_log(report, root), indent=2, sort_keys=True,
+    return json.dumps(sarif_log(report, root, races), indent=2, sort_keys=True,
                       ensure_ascii=False) + "\n"

@@ -332,6 +332,30 @@ def test_ray_traversal_prints_ptxas_figures():
                              rf"{stats.stack_frame}\s+{stats.spill_stores}/", out, re.M), out
     local = _ptxas(ex.build("local", 32), ex.TARGET)
     assert local.stack_frame >= 4 * 32                    # the stack lives in the frame
+    # the memory table (profiled on the interpreter at the quick depth)
+    depth = ex.QUICK_MEMORY_DEPTH
+    rows = {}
+    for m in re.finditer(r"^(\w+(?:\+cache)?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\S+)\s+"
+                         r"(\d+)\s+(\S+)\s+(\d+)\s+(\d+)$", out.split("memory on the PTX")[1],
+                         re.MULTILINE):
+        name, regs, _, lreq, lspr, greq, _, sreq, _, conf, _ = m.groups()
+        rows[name] = {"regs": int(regs), "local": int(lreq), "global": int(greq),
+                      "shared": int(sreq), "conflicts": int(conf), "lspr": lspr}
+    assert sorted(rows) == sorted(k + c for k in ex.KINDS for c in ("", "+cache"))
+    for kind in ex.KINDS:
+        for cache in (False, True):
+            r = rows[kind + ("+cache" if cache else "")]
+            assert r["regs"] == _ptxas(ex.build(kind, depth, cache=cache), ex.TARGET).registers
+            assert (r["local"] > 0) == (kind == "local")
+            assert (r["shared"] > 0) == (kind == "shared" or cache)
+        # the cache serves some node reads from shared memory: fewer global requests
+        assert rows[kind + "+cache"]["global"] < rows[kind]["global"]
+        assert rows[kind + "+cache"]["global"] == rows["local+cache"]["global"]
+    # the same pushes and pops: local requests of the local stack = shared ones of the shared
+    assert rows["local"]["local"] == rows["shared"]["shared"]
+    assert rows["shared+cache"]["shared"] == rows["shared"]["shared"] + rows["local+cache"]["shared"]
+    assert rows["shared"]["conflicts"] == 0              # entry s of thread t: bank t mod 32
+    assert float(rows["local"]["lspr"]) >= 1.0
 
 
 # --- the case studies' kernels on the PTX interpreter, bit for bit against Python ------------
@@ -425,11 +449,18 @@ def test_ray_traversal_stacks_agree_with_a_python_walk():
 
     for depth in (4, 8):
         want = np.array([walk(r, depth) for r in rays], np.uint32)
-        for kind in ("local", "registers"):
-            hits = np.zeros((64, 2), np.uint32)
-            _emulated(ex.build(kind, depth), f"walk_{kind}_{depth}")(nodes, rays, hits, grid=1,
-                                                                     block=64)
-            np.testing.assert_array_equal(hits, want, err_msg=f"{kind} {depth}")
+        for kind in ex.KINDS:
+            for cache in (False, True):
+                hits = np.zeros((64, 2), np.uint32)
+                _emulated(ex.build(kind, depth, cache=cache), ex.name_of(kind, depth, cache))(
+                    nodes, rays, hits, grid=1, block=64)
+                np.testing.assert_array_equal(hits, want, err_msg=f"{kind} {depth} {cache}")
+                if depth == 8 and kind != "registers":   # the shared stack and the cache fill
+                    from ptxforge.launch.profile import find_races
+
+                    k = _emulated(ex.build(kind, depth, cache=cache),
+                                  ex.name_of(kind, depth, cache))
+                    assert find_races(k, nodes, rays, hits, grid=1, block=64) == []
         assert want[:, 1].max() > 3                              # the walks go somewhere
 
 

@@ -1,0 +1,153 @@
+"""CUDA C++ kernels whose memory behaviour is known by construction, for the interpreter's
+profile and race check (tests/launch/test_profile.py, test_races.py, tests/cli/test_profile.py).
+
+Compiled once by NVRTC with ``-lineinfo`` (disk-cached by tests/support/corpus_util.py).
+``line_of(marker)`` gives the source line holding a ``// @marker`` comment, so the tests
+check the lines the profile and the race check report against the source itself.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from corpus_util import compile_cu
+
+__all__ = ["NAME", "SOURCE", "line_of", "memory_ptx"]
+
+NAME = "memory_kernels"
+
+SOURCE = r"""
+extern "C" __global__ void copy(const float *in, float *out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[i];                                   // @copy
+}
+
+extern "C" __global__ void strided(const float *in, float *out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[2 * i];                               // @strided
+}
+
+extern "C" __global__ void broadcast(const float *in, float *out) {
+    __shared__ float s[32];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    if (t < 32) s[t] = in[t];
+    __syncthreads();
+    out[i] = in[0] + s[0];                            // @broadcast
+}
+
+extern "C" __global__ void transpose_naive(const float *in, float *out, int n) {
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    out[x * n + y] = in[y * n + x];                   // @naive
+}
+
+extern "C" __global__ void transpose_tile(const float *in, float *out, int n) {
+    __shared__ float tile[32][32];
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * n + x];   // @tile_store
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;
+    out[y * n + x] = tile[threadIdx.x][threadIdx.y];  // @tile_load
+}
+
+extern "C" __global__ void transpose_padded(const float *in, float *out, int n) {
+    __shared__ float tile[32][33];
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * n + x];   // @padded_store
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;
+    out[y * n + x] = tile[threadIdx.x][threadIdx.y];  // @padded_load
+}
+
+extern "C" __global__ void doubles(const double *in, double *out) {
+    __shared__ double d[128];
+    int t = threadIdx.x;
+    d[t] = in[t];                                     // @double_store
+    d[t + 64] = in[t] + 1.0;
+    __syncthreads();
+    out[t] = d[2 * t];                                // @double_stride2
+}
+
+extern "C" __global__ void diverge(const float *in, float *out, int reps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = in[i];
+    if (threadIdx.x % 2) {                            // @diverge
+        for (int k = 0; k < reps; ++k)
+            v = v * 0.5f + 1.0f;
+    }
+    out[i] = v;
+}
+
+extern "C" __global__ void raw_race(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    s[t] = in[i];                                     // @raw_store
+    out[i] = s[(t + 1) % blockDim.x];                 // @raw_load
+}
+
+extern "C" __global__ void raw_fixed(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    s[t] = in[i];
+    __syncthreads();
+    out[i] = s[(t + 1) % blockDim.x];
+}
+
+extern "C" __global__ void war_race(const float *in, float *out, int tiles) {
+    __shared__ float s[256];
+    int t = threadIdx.x, n = blockDim.x;
+    float acc = 0.0f;
+    for (int k = 0; k < tiles; ++k) {
+        s[t] = in[k * n + t];                         // @war_store
+        __syncthreads();
+        acc += s[(t + 1) % n];                        // @war_load
+    }
+    out[t] = acc;
+}
+
+extern "C" __global__ void war_fixed(const float *in, float *out, int tiles) {
+    __shared__ float s[256];
+    int t = threadIdx.x, n = blockDim.x;
+    float acc = 0.0f;
+    for (int k = 0; k < tiles; ++k) {
+        s[t] = in[k * n + t];
+        __syncthreads();
+        acc += s[(t + 1) % n];
+        __syncthreads();
+    }
+    out[t] = acc;
+}
+
+extern "C" __global__ void global_race(float *data) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    data[i] = data[i + 1] + 1.0f;                     // @global_race
+}
+
+extern "C" __global__ void same_value(int *flag) {
+    flag[0] = 1;                                      // @same_value
+}
+
+extern "C" __global__ void histogram(const int *in, int *bins, float *total) {
+    __shared__ int local[16];
+    int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    if (t < 16) local[t] = 0;
+    __syncthreads();
+    atomicAdd(&local[in[i] & 15], 1);
+    __syncthreads();
+    if (t < 16) atomicAdd(&bins[t], local[t]);
+    atomicAdd(total, 1.0f);
+}
+"""
+
+
+@functools.cache
+def memory_ptx(arch: str = "sm_80") -> str:
+    """The PTX of :data:`SOURCE` (``-lineinfo``)."""
+    return compile_cu(SOURCE, NAME, arch, lineinfo=True)
+
+
+def line_of(marker: str) -> int:
+    """The 1-based line of ``SOURCE`` holding ``// @marker``."""
+    hits = [k + 1 for k, text in enumerate(SOURCE.splitlines())
+            if text.rstrip().endswith(f"// @{marker}")]
+    assert len(hits) == 1, marker
+    return hits[0]
