@@ -18,6 +18,7 @@ the output)::
                               (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
     ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
+    ptxforge memory FILE.ptx|FILE.cu [--kernel NAME] [--block 256|32,8] [--json]
     ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /
@@ -47,6 +48,7 @@ from ptxforge.cli import (
     check,
     compare,
     diff,
+    memory,
     occupancy,
     report,
     sass,
@@ -65,12 +67,13 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
           "value, or options that do not go together (printed with the command's usage)")
 
 #: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
-_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune")
+_CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune",
+                "memory")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
              "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise,
-             "tune": tune}
+             "tune": tune, "memory": memory}
 
 
 def _run(args) -> int:

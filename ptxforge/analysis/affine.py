@@ -1,0 +1,493 @@
+"""Addresses as affine functions of the thread index: the PTX integer arithmetic, evaluated.
+
+A value is an :class:`Affine` polynomial over named symbols: the thread indices ``tid.x``,
+``tid.y``, ``tid.z`` (which differ between the threads of a warp) and *uniform* symbols, the
+same for every thread of a warp: ``ctaid.x`` …, parameters (``A``: the value ``ld.param``
+read), shared and local variables (their address), and opaque uniform values (a register
+computed from uniform values only, by an operation that is not a polynomial, e.g. ``%r5`` for
+a ``shr`` of a parameter).  A monomial has degree at most one in the thread indices; a product
+of two thread-dependent values is not affine.  ``%ntid.*`` are the block's dimensions (known
+constants), a thread index along a dimension of size 1 is 0.
+
+A register written more than once (a loop counter, a pointer bumped every iteration) is
+*loop-carried*: its value is taken as its thread-dependent part (the same in every
+definition, else it is not affine) plus an opaque uniform term named after the register.
+This holds for the threads of a warp that execute an access together (they have run the same
+iterations); the warp figures never depend on a uniform term.
+
+What is not affine is a :class:`NotAffine` with the reason (the register loaded from memory,
+the operation), carried unchanged to every value computed from it.  Integer wrap-around is
+ignored (addresses are assumed not to overflow their register).
+
+Example::
+
+    >>> from ptxforge.ptx.parse import parse
+    >>> from ptxforge.analysis.affine import AddressEvaluator
+    >>> k = parse('''.version 8.0
+    ... .target sm_80
+    ... .address_size 64
+    ... .visible .entry k(.param .u64 A)
+    ... {
+    ...     .reg .b32 %r<3>;
+    ...     .reg .b64 %rd<4>;
+    ...     ld.param.u64 %rd1, [A];
+    ...     cvta.to.global.u64 %rd2, %rd1;
+    ...     mov.u32 %r1, %tid.x;
+    ...     mul.wide.u32 %rd3, %r1, 4;
+    ...     ret;
+    ... }''').kernel("k")
+    >>> ev = AddressEvaluator(k, (256, 1, 1))
+    >>> str(ev.register_value(k.instructions[3].operands[0]))
+    '4*tid.x'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Union
+
+import attrs
+
+from ptxforge.ptx import ir
+
+__all__ = ["THREAD_SYMBOLS", "Affine", "NotAffine", "Value", "AddressEvaluator"]
+
+#: The symbols that differ between the threads of a warp.
+THREAD_SYMBOLS = ("tid.x", "tid.y", "tid.z")
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+@attrs.frozen(slots=True)
+class Affine:
+    """A polynomial: ``terms`` maps a monomial (a sorted tuple of symbol names; ``()`` for
+    the constant) to its integer coefficient; zero coefficients are left out."""
+
+    terms: tuple = ()
+
+    @staticmethod
+    def of(mapping: dict) -> "Affine":
+        """The polynomial of a {monomial: coefficient} dict (zeros dropped, sorted)."""
+        return Affine(tuple(sorted((m, c) for m, c in mapping.items() if c)))
+
+    @staticmethod
+    def const(value: int) -> "Affine":
+        """The constant ``value``."""
+        return Affine.of({(): int(value)})
+
+    @staticmethod
+    def symbol(name: str) -> "Affine":
+        """The symbol ``name`` with coefficient 1."""
+        return Affine.of({(name,): 1})
+
+    def as_dict(self) -> dict:
+        """The terms as a dict."""
+        return dict(self.terms)
+
+    def __add__(self, other: "Affine") -> "Affine":
+        d = self.as_dict()
+        for m, c in other.terms:
+            d[m] = d.get(m, 0) + c
+        return Affine.of(d)
+
+    def scale(self, k: int) -> "Affine":
+        """This polynomial times the integer ``k``."""
+        return Affine.of({m: c * k for m, c in self.terms})
+
+    def __sub__(self, other: "Affine") -> "Affine":
+        return self + other.scale(-1)
+
+    def times(self, other: "Affine") -> Union["Affine", "NotAffine"]:
+        """The product, or NotAffine when a monomial would hold two thread indices."""
+        d: dict = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = tuple(sorted(m1 + m2))
+                if sum(s in THREAD_SYMBOLS for s in m) > 1:
+                    return NotAffine("a product of two thread-dependent values")
+                d[m] = d.get(m, 0) + c1 * c2
+        return Affine.of(d)
+
+    @property
+    def constant(self) -> Optional[int]:
+        """The value when the polynomial is a constant, else None."""
+        if not self.terms:
+            return 0
+        if len(self.terms) == 1 and self.terms[0][0] == ():
+            return self.terms[0][1]
+        return None
+
+    @property
+    def uniform(self) -> bool:
+        """True when no monomial holds a thread index (the same in every thread of a warp)."""
+        return not any(s in THREAD_SYMBOLS for m, _ in self.terms for s in m)
+
+    def thread_part(self) -> dict:
+        """The monomials holding a thread index, with their coefficients."""
+        return {m: c for m, c in self.terms if any(s in THREAD_SYMBOLS for s in m)}
+
+    def offset(self) -> int:
+        """The constant term."""
+        return self.as_dict().get((), 0)
+
+    def symbols(self) -> set:
+        """Every symbol named in a monomial."""
+        return {s for m, _ in self.terms for s in m}
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+
+        def rank(item):
+            m, _ = item
+            thread = any(s in THREAD_SYMBOLS for s in m)
+            block = any(s.startswith(("ctaid.", "nctaid.")) for s in m)
+            return (not m, not thread, not block, m)
+
+        parts = []
+        for m, c in sorted(self.terms, key=rank):
+            name = "*".join(m)
+            if not m:
+                text = str(abs(c))
+            elif abs(c) == 1:
+                text = name
+            else:
+                text = f"{abs(c)}*{name}"
+            parts.append(("-" if c < 0 else "+", text))
+        out = ("-" if parts[0][0] == "-" else "") + parts[0][1]
+        return out + "".join(f" {sign} {text}" for sign, text in parts[1:])
+
+
+@attrs.frozen(slots=True)
+class NotAffine:
+    """A value that is not an affine function of the thread index, and why."""
+
+    reason: str
+
+
+Value = Union[Affine, NotAffine]
+
+_INT_TYPE = re.compile(r"^[bsu](8|16|32|64)$")
+
+
+def _is_int(inst: ir.Instruction) -> bool:
+    return all(_INT_TYPE.match(t) for t in inst.op.types) and bool(inst.op.types)
+
+
+class AddressEvaluator:
+    """Evaluates registers of one kernel to :class:`Affine` values, for one block shape.
+
+    ``block`` is (x, y, z); the figures of a warp assume the threads are numbered x fastest.
+    """
+
+    def __init__(self, kernel: ir.Kernel, block: tuple) -> None:
+        self.kernel = kernel
+        self.block = tuple(block)
+        self.insts = kernel.instructions
+        self.defs: dict[str, list[int]] = {}
+        for i, inst in enumerate(self.insts):
+            for reg in inst.defs:
+                if isinstance(reg, ir.Register):
+                    self.defs.setdefault(reg.name, []).append(i)
+        self.var_space = {s.name: s.space.lstrip(".").split("::")[0]
+                          for s in (kernel.body or ()) if isinstance(s, ir.VarDecl)}
+        self.params = {p.name for p in kernel.params}
+        #: symbols known to hold an address in a state space (``cvta``, variables, params)
+        self.term_space: dict[str, str] = dict(self.var_space)
+        self._memo: dict[str, Value] = {}
+        self._pending: dict[str, Value] = {}
+
+    # -- public --------------------------------------------------------------------------
+    def operand_value(self, operand) -> Value:
+        """The value of an operand (register, immediate, special register, symbol)."""
+        if isinstance(operand, ir.Register):
+            return self.register_value(operand)
+        if isinstance(operand, ir.Immediate):
+            if isinstance(operand.value, int):
+                return Affine.const(operand.value)
+            return NotAffine(f"the floating-point literal {operand.text or operand.value}")
+        if isinstance(operand, ir.SpecialReg):
+            return self._special(operand.name)
+        if isinstance(operand, ir.Symbol):
+            return Affine.symbol(operand.name)
+        if isinstance(operand, ir.Address):
+            return self.address_value(operand)
+        return NotAffine(f"the operand {operand!r} is not an integer value")
+
+    def address_value(self, address: ir.Address) -> Value:
+        """The value of a memory operand ``[base+offset]``."""
+        if address.base is None:
+            return Affine.const(address.offset)
+        base = self.operand_value(address.base)
+        if isinstance(base, NotAffine):
+            return base
+        return base + Affine.const(address.offset)
+
+    def register_value(self, reg: ir.Register) -> Value:
+        """The value of ``reg`` (see the module docstring for loop-carried registers)."""
+        name = reg.name
+        got = self._memo.get(name)
+        if got is not None:
+            return got
+        if name in self._pending:
+            return self._pending[name]
+        defs = self.defs.get(name, [])
+        if not defs:
+            return NotAffine(f"{name} is never written in the kernel")
+        if len(defs) == 1:
+            self._pending[name] = NotAffine(f"{name} depends on itself")
+            try:
+                value = self._define(defs[0], reg)
+            finally:
+                del self._pending[name]
+        else:
+            value = self._loop_carried(reg, defs)
+        self._memo[name] = value
+        return value
+
+    # -- definitions -----------------------------------------------------------------------
+    def _loop_carried(self, reg: ir.Register, defs: list) -> Value:
+        """A register written more than once: its common thread part plus a uniform term."""
+        name = reg.name
+        carried = Affine.symbol(name)
+        thread = Affine()
+        for _ in range(2):
+            saved = dict(self._memo)
+            self._pending[name] = thread + carried
+            try:
+                values = [self._define(i, reg) for i in defs]
+            finally:
+                del self._pending[name]
+            bad = next((v for v in values if isinstance(v, NotAffine)), None)
+            if bad is not None:
+                self._memo = saved
+                return bad
+            parts = {tuple(sorted(v.thread_part().items())) for v in values
+                     if isinstance(v, Affine)}
+            if parts == {tuple(sorted(thread.thread_part().items()))}:
+                return thread + carried
+            self._memo = saved
+            inits = {tuple(sorted(v.thread_part().items())) for v in values
+                     if isinstance(v, Affine) and (name,) not in v.as_dict()}
+            if len(inits) != 1:
+                break
+            thread = Affine.of(dict(next(iter(inits))))
+        return NotAffine(f"{name} is written more than once with different thread "
+                         "offsets (a thread-dependent loop step or branch)")
+
+    def _define(self, index: int, reg: ir.Register) -> Value:
+        """The value ``self.insts[index]`` writes to ``reg``."""
+        inst = self.insts[index]
+        fam = inst.op.family
+        ops = inst.operands
+        where = _where(inst)
+        if inst.op.info is not None and inst.op.info.memory is not None:
+            return self._loaded(inst, index)
+        if inst.ndefs != 1 or not isinstance(ops[0], ir.Register):
+            return NotAffine(f"{reg.name} is written by {inst.opcode}{where}")
+        srcs = [self.operand_value(o) for o in ops[1:]]
+        handler = _HANDLERS.get(fam)
+        if handler is not None and (fam in ("mov", "cvta") or _is_int(inst)):
+            got = handler(self, inst, srcs)
+            if got is not None:
+                return got
+        return self._uniform_or(inst, reg, srcs, where)
+
+    def _uniform_or(self, inst, reg, srcs, where) -> Value:
+        """A fresh uniform term when every source is uniform, else NotAffine."""
+        bad = next((v for v in srcs if isinstance(v, NotAffine)), None)
+        if bad is not None:
+            return bad
+        if inst.op.family in ("shfl", "vote", "activemask", "match", "redux", "elect"):
+            if inst.op.family != "shfl":
+                return NotAffine(f"{reg.name} comes from {inst.opcode}{where}")
+        if all(isinstance(v, Affine) and v.uniform for v in srcs):
+            return Affine.symbol(reg.name)
+        return NotAffine(f"{reg.name} = {inst.opcode} of a thread-dependent value{where} "
+                         "is not affine")
+
+    def _loaded(self, inst: ir.Instruction, index: int) -> Value:
+        """The value a load writes: a parameter's symbol, or uniform from a uniform address."""
+        reg = inst.operands[0]
+        name = getattr(reg, "name", "?")
+        address = next((o for o in inst.operands if isinstance(o, ir.Address)), None)
+        space = inst.op.space
+        if inst.op.family == "ld" and space == "param" and address is not None \
+                and isinstance(address.base, ir.Symbol):
+            sym = address.base.name + (f"+{address.offset}" if address.offset else "")
+            if address.base.name in self.params:
+                self.term_space.setdefault(sym, "global")
+            return Affine.symbol(sym)
+        where = _where(inst)
+        what = f"{space} memory" if space else "memory"
+        if inst.op.family in ("ld", "ldu") and address is not None and space != "local":
+            at = self.address_value(address)
+            if isinstance(at, Affine) and at.uniform:
+                return Affine.symbol(name)
+        return NotAffine(f"{name} is loaded from {what} by {inst.opcode}{where}")
+
+    def _special(self, name: str) -> Value:
+        """The value of a special register."""
+        base, _, axis = name.lstrip("%").partition(".")
+        if base == "tid" and axis in _AXES:
+            return Affine.const(0) if self.block[_AXES[axis]] == 1 else Affine.symbol(f"tid.{axis}")
+        if base == "ntid" and axis in _AXES:
+            return Affine.const(self.block[_AXES[axis]])
+        if base == "laneid":
+            bx, by, _ = self.block
+            lin = Affine.of({("tid.x",): 1 if bx > 1 else 0,
+                             ("tid.y",): bx if self.block[1] > 1 else 0,
+                             ("tid.z",): bx * by if self.block[2] > 1 else 0})
+            return lin + Affine.symbol("warp_base")
+        if base.startswith("lanemask") or base.startswith("clock") or base == "globaltimer":
+            return NotAffine(f"%{name.lstrip('%')} differs per thread or per read")
+        return Affine.symbol(name.lstrip("%"))
+
+
+def _where(inst: ir.Instruction) -> str:
+    loc = inst.loc
+    return f" (line {loc.line})" if loc is not None and loc.line > 0 else ""
+
+
+def _first_bad(srcs) -> Optional[NotAffine]:
+    return next((v for v in srcs if isinstance(v, NotAffine)), None)
+
+
+def _mov(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    if len(srcs) != 1 or isinstance(inst.operands[1], ir.Vector):
+        return None
+    return srcs[0]
+
+
+def _cvta(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    value = srcs[0]
+    space = inst.op.space
+    if isinstance(value, Affine) and space in ("global", "shared", "local"):
+        for m, c in value.terms:
+            if len(m) == 1 and c == 1 and m[0] not in THREAD_SYMBOLS:
+                ev.term_space[m[0]] = space
+    return value
+
+
+def _add(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    if inst.op.has("cc", "sat") or len(srcs) != 2:
+        return None
+    return _first_bad(srcs) or srcs[0] + srcs[1]
+
+
+def _sub(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    if inst.op.has("cc", "sat") or len(srcs) != 2:
+        return None
+    return _first_bad(srcs) or srcs[0] - srcs[1]
+
+
+def _neg(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    return _first_bad(srcs) or srcs[0].scale(-1)
+
+
+def _mul(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    if inst.op.has("hi") or len(srcs) != 2:
+        return None
+    return _first_bad(srcs) or srcs[0].times(srcs[1])
+
+
+def _mad(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    if inst.op.has("hi", "cc", "sat") or len(srcs) != 3:
+        return None
+    bad = _first_bad(srcs)
+    if bad is not None:
+        return bad
+    prod = srcs[0].times(srcs[1])
+    return prod if isinstance(prod, NotAffine) else prod + srcs[2]
+
+
+def _shl(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    bad = _first_bad(srcs)
+    if bad is not None:
+        return bad
+    k = srcs[1].constant
+    return None if k is None else srcs[0].scale(1 << k)
+
+
+def _aligned_window(ev: AddressEvaluator, value: Affine, k: int) -> bool:
+    """True when ``value`` = tid.x + c with c a multiple of 32, 2**k >= 32 and the block's x
+    a multiple of 32: every warp's values lie in one 32-aligned window inside one 2**k block."""
+    d = value.as_dict()
+    rest = {m: c for m, c in d.items() if m not in ((), ("tid.x",))}
+    return (d.get(("tid.x",)) == 1 and not any(s in THREAD_SYMBOLS for m in rest for s in m)
+            and (1 << k) >= 32 and ev.block[0] % 32 == 0
+            and all(c % 32 == 0 for c in rest.values()))
+
+
+def _shr(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    """``x >> k``: uniform within a warp when x = tid.x + (a multiple of 32), k >= 5."""
+    bad = _first_bad(srcs)
+    if bad is not None:
+        return bad
+    k = srcs[1].constant
+    if k is not None and not srcs[0].uniform and _aligned_window(ev, srcs[0], k):
+        return Affine.symbol(inst.operands[0].name)
+    return None
+
+
+def _and(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    """``x & m``: x when m keeps every bit x can have, 0 when it keeps none; for
+    m = 2**k - 1 (k >= 5) and x = tid.x + 32n, x - (a value uniform within the warp)."""
+    bad = _first_bad(srcs)
+    if bad is not None:
+        return bad
+    for x, m in ((srcs[0], srcs[1]), (srcs[1], srcs[0])):
+        mask, bits = m.constant, _possible_bits(ev, x)
+        if mask is not None and bits is not None and not x.uniform:
+            if bits & ~mask == 0:
+                return x
+            if bits & mask == 0:
+                return Affine.const(0)
+    for x, m in ((srcs[0], srcs[1]), (srcs[1], srcs[0])):
+        mask = m.constant
+        if mask is None or x.uniform or mask & (mask + 1):
+            continue
+        k = mask.bit_length()
+        if _aligned_window(ev, x, k):
+            return Affine.symbol("tid.x") + Affine.symbol(inst.operands[0].name)
+    return None
+
+
+_ALL_BITS = (1 << 64) - 1
+
+
+def _possible_bits(ev: AddressEvaluator, value: Affine) -> Optional[int]:
+    """The bits ``value`` can have, when its terms can never carry into each other (each
+    term's possible bits disjoint from the others'), else None.  A thread index t of a block
+    of size b gives c*t < c*b; a uniform symbol times c keeps c's trailing zero bits."""
+    bits = 0
+    for mono, c in value.terms:
+        if c < 0:
+            return None
+        if not mono:
+            term = c
+        elif len(mono) == 1 and mono[0] in THREAD_SYMBOLS:
+            top = c * (ev.block[_AXES[mono[0][-1]]] - 1)
+            term = ((1 << top.bit_length()) - 1) & ~((c & -c) - 1)
+        else:
+            term = _ALL_BITS & ~((c & -c) - 1)
+        if bits & term:
+            return None
+        bits |= term
+    return bits
+
+
+def _or(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+    """``x | y`` = x + y when no bit can be set in both (Triton's ``or`` of a block offset
+    and the thread index)."""
+    bad = _first_bad(srcs)
+    if bad is not None:
+        return bad
+    a, b = _possible_bits(ev, srcs[0]), _possible_bits(ev, srcs[1])
+    if a is not None and b is not None and not a & b:
+        return srcs[0] + srcs[1]
+    return None
+
+
+_HANDLERS = {"mov": _mov, "cvta": _cvta, "cvt": _mov, "add": _add, "sub": _sub, "neg": _neg,
+             "mul": _mul, "mul24": _mul, "mad": _mad, "mad24": _mad, "shl": _shl,
+             "shr": _shr, "and": _and, "or": _or}

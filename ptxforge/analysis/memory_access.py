@@ -1,0 +1,311 @@
+"""Static memory analysis: each global, shared and local access of a kernel, per warp.
+
+For every instruction that reads or writes global, shared or local memory (``ld``, ``st``,
+``atom``, ``red``, ``cp.async``, ``ldmatrix`` ... as :data:`ptxforge.ptx.opcodes.FAMILIES`
+marks them) the address is evaluated as an affine function of the thread and block indices
+(:mod:`ptxforge.analysis.affine`); from it and the block shape, each warp of the block is
+enumerated (threads numbered x fastest) and counted by the rules of
+:mod:`ptxforge.analysis.warp_access`: sectors per request (global, local), bank-conflict ways
+and wavefronts per request (shared).  The figures are averaged over the warps of the block.
+Uniform terms (block index, parameters, loop counters) are taken as 0: the figures are those
+of block 0 with 256-byte-aligned allocations (what ``cudaMalloc`` gives).  An address that is
+not affine is "data-dependent", with the reason.
+
+A ``cp.async`` is two accesses with the same index: the global read and the shared write.
+Texture, surface, ``wmma`` and bulk (TMA) copies are not analysed.
+
+Example::
+
+    >>> from ptxforge.dsl.builder import KernelBuilder
+    >>> from ptxforge.ptx import types as T
+    >>> kb = KernelBuilder("copy")
+    >>> x, y = kb.param_ptr("x", T.f32), kb.param_ptr("y", T.f32)
+    >>> i = kb.global_id()
+    >>> kb.st(kb.elem_ptr(kb.load_param(y), i), kb.ld(kb.elem_ptr(kb.load_param(x), i)))
+    >>> kb.ret()
+    >>> rep = analyze_memory(kb.build().kernel("copy"))
+    >>> [(a.direction, a.sectors_per_request) for a in rep.accesses]
+    [('load', 4.0), ('store', 4.0)]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from statistics import mean
+from typing import Optional
+
+import attrs
+
+from ptxforge.errors import PtxforgeError
+from ptxforge.ptx import ir
+from ptxforge.ptx.types import PtxType
+
+from .affine import THREAD_SYMBOLS, AddressEvaluator, Affine, NotAffine, Value
+from .warp_access import (global_sectors, ideal_sectors, local_sectors, shared_banks,
+                          shared_phase, warps)
+
+__all__ = ["AccessFigure", "LineFigure", "MemoryFix", "MemoryReport", "analyze_memory",
+           "kernel_block", "lane_addresses", "severity"]
+
+_SPACES = ("global", "shared", "local")
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class AccessFigure:
+    """One memory access of a kernel and its per-warp figures (None where they do not apply
+    or the address is not affine; ``reason`` says why)."""
+
+    index: int
+    opcode: str
+    line: Optional[int]
+    file: Optional[str]
+    space: str
+    direction: str
+    width: int
+    address: Optional[str]
+    sectors_per_request: Optional[float]
+    ways: Optional[int]
+    wavefronts_per_request: Optional[float]
+    reason: Optional[str]
+
+    def to_dict(self) -> dict:
+        """The JSON row."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class MemoryFix:
+    """A change to one access and its figure after it, re-analysed: ``kind`` is
+    ``padding``, ``swizzle`` (shared, ``before``/``after`` are ways) or ``coalesce`` (global,
+    sectors per request)."""
+
+    index: int
+    kind: str
+    text: str
+    address: Optional[str]
+    before: float
+    after: float
+
+    def to_dict(self) -> dict:
+        """The JSON object."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class LineFigure:
+    """The accesses of one source line, with the worst of them."""
+
+    file: Optional[str]
+    line: Optional[int]
+    accesses: tuple
+    worst: AccessFigure
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class MemoryReport:
+    """The memory accesses of one kernel (instruction order) and the checked fixes."""
+
+    kernel: str
+    block: tuple
+    accesses: tuple
+    fixes: tuple = ()
+
+    def worst_first(self) -> tuple:
+        """The accesses, worst first (:func:`severity`), then in instruction order."""
+        return tuple(sorted(self.accesses, key=_rank))
+
+    def by_line(self) -> tuple:
+        """One :class:`LineFigure` per source line, worst first."""
+        groups: dict = {}
+        for a in self.accesses:
+            groups.setdefault((a.file, a.line), []).append(a)
+        rows = [LineFigure(file=f, line=n, accesses=tuple(group),
+                           worst=min(group, key=_rank)) for (f, n), group in groups.items()]
+        return tuple(sorted(rows, key=lambda r: _rank(r.worst)))
+
+    def to_dict(self) -> dict:
+        """The JSON object: kernel, block, accesses (worst first), lines, fixes."""
+        return {"kernel": self.kernel, "block": list(self.block),
+                "accesses": [a.to_dict() for a in self.worst_first()],
+                "lines": [{"file": r.file, "line": r.line, "count": len(r.accesses),
+                           **{k: v for k, v in r.worst.to_dict().items()
+                              if k not in ("file", "line")}} for r in self.by_line()],
+                "fixes": [f.to_dict() for f in self.fixes]}
+
+
+def severity(access: AccessFigure) -> Optional[float]:
+    """How many times the ideal the access costs: sectors over the fewest a warp needs for its
+    bytes (global, local), wavefronts over the phases (shared); None when data-dependent."""
+    if access.space == "shared":
+        if access.wavefronts_per_request is None:
+            return None
+        return access.wavefronts_per_request / (32 // shared_phase(access.width))
+    if access.sectors_per_request is None:
+        return None
+    return access.sectors_per_request / ideal_sectors(32, access.width)
+
+
+def _rank(access: AccessFigure) -> tuple:
+    s = severity(access)
+    return (s is None, -(s or 0.0), access.index, access.space)
+
+
+def kernel_block(kernel: ir.Kernel, block=None) -> tuple:
+    """The block shape: ``block`` (an int or up to 3 ints), else the kernel's ``.reqntid`` /
+    ``.maxntid``, else (256, 1, 1).
+
+    Example: ``kernel_block(k, 128)`` is ``(128, 1, 1)``.
+    """
+    if block is None:
+        for name in (".reqntid", ".maxntid"):
+            got = next((v for n, v in kernel.directives if n == name), None)
+            if got:
+                block = tuple(got)
+                break
+        else:
+            block = (256,)
+    if isinstance(block, int):
+        block = (block,)
+    dims = tuple(int(b) for b in block) + (1,) * (3 - len(tuple(block)))
+    if len(dims) != 3 or any(d < 1 for d in dims) or math.prod(dims) > 1024:
+        raise PtxforgeError(f"block: expected 1 to 3 positive sizes with at most 1024 threads, "
+                            f"got {block!r}")
+    return dims
+
+
+def _width(inst: ir.Instruction) -> int:
+    """Bytes per thread: the type's size times the vector width (a cp.async's size operand)."""
+    if inst.op.family == "cp":
+        size = next((o for o in inst.operands[2:] if isinstance(o, ir.Immediate)), None)
+        return int(size.value) if size is not None else 16
+    if inst.op.family in ("ldmatrix", "stmatrix"):
+        return 16
+    name = inst.op.types[-1] if inst.op.types else "b32"
+    try:
+        bits = PtxType.get(name).bits
+    except Exception:
+        digits = re.findall(r"\d+", name)
+        bits = int(digits[0]) if digits else 32
+        bits *= int(name.rsplit("x", 1)[1]) if re.search(r"x\d+$", name) else 1
+    return max(1, bits // 8) * inst.op.vector
+
+
+def lane_addresses(value: Affine, block: tuple):
+    """Per warp of the block, each thread's byte address (uniform terms as 0), or the reason
+    (a thread index whose stride depends on a parameter) as a string."""
+    coeff = {s: 0 for s in THREAD_SYMBOLS}
+    for mono, c in value.thread_part().items():
+        if len(mono) != 1:
+            other = " * ".join(s for s in mono if s not in THREAD_SYMBOLS)
+            thread = next(s for s in mono if s in THREAD_SYMBOLS)
+            return f"the stride of {thread} depends on {other}: not known before launch"
+        coeff[mono[0]] += c
+    base = value.offset()
+    cx, cy, cz = coeff["tid.x"], coeff["tid.y"], coeff["tid.z"]
+    return [[base + cx * x + cy * y + cz * z for x, y, z in w] for w in warps(block)]
+
+
+def _figures(space: str, width: int, addrs, phase: int = 0) -> dict:
+    """The figure fields for per-warp addresses."""
+    if space == "shared":
+        got = [shared_banks(a, width, phase) for a in addrs]
+        return {"ways": max(w for w, _ in got),
+                "wavefronts_per_request": float(mean(f for _, f in got))}
+    if space == "local":
+        return {"sectors_per_request": float(mean(local_sectors(a, width) for a in addrs))}
+    return {"sectors_per_request": float(mean(global_sectors(a, width) for a in addrs))}
+
+
+def _space(ev: AddressEvaluator, inst: ir.Instruction, value: Value, which: int) -> Optional[str]:
+    """The state space an access reaches (None: not global/shared/local)."""
+    op = inst.op
+    if op.family in ("ldmatrix", "stmatrix"):
+        return "shared"
+    if op.family == "cp":
+        return ("shared", "global")[which] if op.has("async") and not op.has("bulk") else None
+    if op.space is not None:
+        return op.space if op.space in _SPACES else None
+    if isinstance(value, Affine):
+        for sym in sorted(value.symbols()):
+            if sym in ev.term_space:
+                return ev.term_space[sym]
+    return "global"
+
+
+def _direction(inst: ir.Instruction, which: int) -> Optional[str]:
+    mem = inst.op.info.memory if inst.op.info is not None else None
+    if mem is None or mem.texture or mem.direction in ("prefetch", "fragment"):
+        return None
+    if mem.direction == "async":
+        return ("store", "load")[which]
+    return mem.direction
+
+
+def _access(ev, index, inst, which, address, block) -> Optional[tuple]:
+    """(AccessFigure, affine address or None) of one address operand of ``inst``."""
+    direction = _direction(inst, which)
+    value = ev.address_value(address)
+    space = _space(ev, inst, value, which) if direction is not None else None
+    if space is None or direction is None:
+        return None
+    width = _width(inst)
+    loc = inst.loc
+    fields: dict = {"sectors_per_request": None, "ways": None,
+                    "wavefronts_per_request": None, "reason": None, "address": None}
+    phase = 0
+    if inst.op.family in ("ldmatrix", "stmatrix"):
+        phase = 8
+    if isinstance(value, NotAffine):
+        fields["reason"] = f"data-dependent: {value.reason}"
+    else:
+        fields["address"] = str(value)
+        addrs = lane_addresses(value, block)
+        if isinstance(addrs, str):
+            fields["reason"] = addrs
+        else:
+            if phase:
+                lanes = {"x1": 8, "x2": 16}.get(next((p for p in inst.op.parts
+                                                      if p in ("x1", "x2", "x4")), "x4"), 32)
+                addrs = [a[:lanes] for a in addrs]
+            fields.update(_figures(space, width, addrs, phase))
+            if space == "local":
+                fields["reason"] = ("local memory is per thread, interleaved by 4-byte word "
+                                    "across the warp")
+    fig = AccessFigure(index=index, opcode=inst.opcode,
+                       line=loc.line if loc is not None and loc.known else None,
+                       file=loc.file if loc is not None and loc.known else None,
+                       space=space, direction=direction, width=width, **fields)
+    return fig, (value if isinstance(value, Affine) else None)
+
+
+def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
+    """The per-warp figures of every global, shared and local access of ``kernel`` for a block
+    of ``block`` threads (an int or (x, y, z); None: the kernel's launch bounds, else 256),
+    with the checked fixes of conflicts and uncoalesced accesses.
+
+    Example::
+
+        >>> from ptxforge.dsl import kernels
+        >>> rep = analyze_memory(kernels.saxpy().kernel("saxpy"), block=128)
+        >>> sorted({a.sectors_per_request for a in rep.accesses})
+        [4.0]
+    """
+    from .memory_fixes import propose_fixes
+
+    dims = kernel_block(kernel, block)
+    ev = AddressEvaluator(kernel, dims)
+    accesses, forms = [], []
+    for index, inst in enumerate(kernel.instructions):
+        info = inst.op.info
+        if info is None or info.memory is None:
+            continue
+        addresses = [o for o in inst.operands if isinstance(o, ir.Address)]
+        for which, address in enumerate(addresses[:2]):
+            got = _access(ev, index, inst, which, address, dims)
+            if got is not None:
+                accesses.append(got[0])
+                forms.append(got[1])
+    fixes = propose_fixes(accesses, forms, dims)
+    return MemoryReport(kernel=kernel.name, block=dims, accesses=tuple(accesses),
+                        fixes=tuple(fixes))
