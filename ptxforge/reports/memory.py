@@ -79,7 +79,7 @@ def _kernel_text(k: MemoryReport) -> list:
                      a.address or (a.reason or "")))
     out.append("")
     out += table(("#", "line", "space", "dir", "bytes", "figure", "address / reason"), rows,
-                 right={0, 4}, width=100, shrink=[6], wrap_last=True)
+                 right={0, 4}, width=100, wrap_last=True)
     out += ["", "  by source line, worst first:"]
     lrows = [(_where(r.worst), len(r.accesses), r.worst.space, r.worst.direction,
               r.worst.width, figure_text(r.worst)) for r in k.by_line()]

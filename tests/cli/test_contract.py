@@ -26,7 +26,8 @@ def build(tmp_path_factory):
 # --- a missing file: exit 1 in every command -------------------------------------------------
 
 _MISSING = {"analyze": ["{m}"], "sweep": ["{m}"], "sass": ["{m}"], "report": ["{m}", "-o", "{o}"],
-            "compare": ["{m}", "{p}"], "diff": ["{m}", "{p}"], "check": ["{m}", "--no-spills"]}
+            "compare": ["{m}", "{p}"], "diff": ["{m}", "{p}"], "check": ["{m}", "--no-spills"],
+            "memory": ["{m}"]}
 
 
 @pytest.mark.parametrize("command", sorted(_MISSING))
