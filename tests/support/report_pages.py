@@ -3,7 +3,8 @@
 ``page(name)`` writes and returns the path of a report of: ``"gemm"`` (the corpus's sgemm
 kernels, 608 and 1,208 PTX instructions, with -lineinfo and the SASS overlay), ``"templates"``
 (four templated kernels: the index table), ``"dsl"`` (tests/data/report_dsl.py, a DSL script)
-and ``"cubin"`` (gemm compiled to a cubin with line info).
+``"cubin"`` (gemm compiled to a cubin with line info) and ``"memory"`` (the naive and tiled
+transposes of tests/support/memory_kernels.py, through NVRTC: the Memory section).
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def page_text(name: str) -> str:
         opts = attrs.evolve(CompileOptions(), line_info=True)
         compiled = compile_ptx(corpus_ptx("gemm", "sm_80", True), "sm_80", options=opts)
         return html_report(compiled.cubin, "gemm.cubin", page=dirs)
+    if name == "memory":
+        from ptxforge.frontends.cuda_source import compile_cuda
+
+        from memory_kernels import CUDA_TRANSPOSES
+
+        cu = _DIR / "transposes.cu"
+        cu.write_text(CUDA_TRANSPOSES)
+        ptx = compile_cuda(CUDA_TRANSPOSES, str(cu), "sm_80")
+        return html_report(ptx, "transposes.ptx", page=PageOptions(source_dirs=(str(_DIR),)))
     raise KeyError(name)
 
 
