@@ -44,20 +44,19 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
 
 import attrs
 
 from ptxforge.ptx import ir
 
-__all__ = ["THREAD_SYMBOLS", "Affine", "NotAffine", "Value", "AddressEvaluator"]
+__all__ = ["THREAD_SYMBOLS", "AddressEvaluator", "Affine", "NotAffine", "Value"]
 
 #: The symbols that differ between the threads of a warp.
 THREAD_SYMBOLS = ("tid.x", "tid.y", "tid.z")
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class Affine:
     """A polynomial: ``terms`` maps a monomial (a sorted tuple of symbol names; ``()`` for
     the constant) to its integer coefficient; zero coefficients are left out."""
@@ -65,17 +64,17 @@ class Affine:
     terms: tuple = ()
 
     @staticmethod
-    def of(mapping: dict) -> "Affine":
+    def of(mapping: dict) -> Affine:
         """The polynomial of a {monomial: coefficient} dict (zeros dropped, sorted)."""
-        return Affine(tuple(sorted((m, c) for m, c in mapping.items() if c)))
+        return Affine(terms=tuple(sorted((m, c) for m, c in mapping.items() if c)))
 
     @staticmethod
-    def const(value: int) -> "Affine":
+    def const(value: int) -> Affine:
         """The constant ``value``."""
         return Affine.of({(): int(value)})
 
     @staticmethod
-    def symbol(name: str) -> "Affine":
+    def symbol(name: str) -> Affine:
         """The symbol ``name`` with coefficient 1."""
         return Affine.of({(name,): 1})
 
@@ -83,32 +82,32 @@ class Affine:
         """The terms as a dict."""
         return dict(self.terms)
 
-    def __add__(self, other: "Affine") -> "Affine":
+    def __add__(self, other: Affine) -> Affine:
         d = self.as_dict()
         for m, c in other.terms:
             d[m] = d.get(m, 0) + c
         return Affine.of(d)
 
-    def scale(self, k: int) -> "Affine":
+    def scale(self, k: int) -> Affine:
         """This polynomial times the integer ``k``."""
         return Affine.of({m: c * k for m, c in self.terms})
 
-    def __sub__(self, other: "Affine") -> "Affine":
+    def __sub__(self, other: Affine) -> Affine:
         return self + other.scale(-1)
 
-    def times(self, other: "Affine") -> Union["Affine", "NotAffine"]:
+    def times(self, other: Affine) -> Affine | NotAffine:
         """The product, or NotAffine when a monomial would hold two thread indices."""
         d: dict = {}
         for m1, c1 in self.terms:
             for m2, c2 in other.terms:
                 m = tuple(sorted(m1 + m2))
                 if sum(s in THREAD_SYMBOLS for s in m) > 1:
-                    return NotAffine("a product of two thread-dependent values")
+                    return NotAffine(reason="a product of two thread-dependent values")
                 d[m] = d.get(m, 0) + c1 * c2
         return Affine.of(d)
 
     @property
-    def constant(self) -> Optional[int]:
+    def constant(self) -> int | None:
         """The value when the polynomial is a constant, else None."""
         if not self.terms:
             return 0
@@ -157,14 +156,14 @@ class Affine:
         return out + "".join(f" {sign} {text}" for sign, text in parts[1:])
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, kw_only=True)
 class NotAffine:
     """A value that is not an affine function of the thread index, and why."""
 
     reason: str
 
 
-Value = Union[Affine, NotAffine]
+Value = Affine | NotAffine
 
 _INT_TYPE = re.compile(r"^[bsu](8|16|32|64)$")
 
@@ -204,14 +203,14 @@ class AddressEvaluator:
         if isinstance(operand, ir.Immediate):
             if isinstance(operand.value, int):
                 return Affine.const(operand.value)
-            return NotAffine(f"the floating-point literal {operand.text or operand.value}")
+            return NotAffine(reason=f"the floating-point literal {operand.text or operand.value}")
         if isinstance(operand, ir.SpecialReg):
             return self._special(operand.name)
         if isinstance(operand, ir.Symbol):
             return Affine.symbol(operand.name)
         if isinstance(operand, ir.Address):
             return self.address_value(operand)
-        return NotAffine(f"the operand {operand!r} is not an integer value")
+        return NotAffine(reason=f"the operand {operand!r} is not an integer value")
 
     def address_value(self, address: ir.Address) -> Value:
         """The value of a memory operand ``[base+offset]``."""
@@ -232,9 +231,9 @@ class AddressEvaluator:
             return self._pending[name]
         defs = self.defs.get(name, [])
         if not defs:
-            return NotAffine(f"{name} is never written in the kernel")
+            return NotAffine(reason=f"{name} is never written in the kernel")
         if len(defs) == 1:
-            self._pending[name] = NotAffine(f"{name} depends on itself")
+            self._pending[name] = NotAffine(reason=f"{name} depends on itself")
             try:
                 value = self._define(defs[0], reg)
             finally:
@@ -271,7 +270,7 @@ class AddressEvaluator:
             if len(inits) != 1:
                 break
             thread = Affine.of(dict(next(iter(inits))))
-        return NotAffine(f"{name} is written more than once with different thread "
+        return NotAffine(reason=f"{name} is written more than once with different thread "
                          "offsets (a thread-dependent loop step or branch)")
 
     def _define(self, index: int, reg: ir.Register) -> Value:
@@ -283,7 +282,7 @@ class AddressEvaluator:
         if inst.op.info is not None and inst.op.info.memory is not None:
             return self._loaded(inst, index)
         if inst.ndefs != 1 or not isinstance(ops[0], ir.Register):
-            return NotAffine(f"{reg.name} is written by {inst.opcode}{where}")
+            return NotAffine(reason=f"{reg.name} is written by {inst.opcode}{where}")
         srcs = [self.operand_value(o) for o in ops[1:]]
         handler = _HANDLERS.get(fam)
         if handler is not None and (fam in ("mov", "cvta") or _is_int(inst)):
@@ -297,12 +296,9 @@ class AddressEvaluator:
         bad = next((v for v in srcs if isinstance(v, NotAffine)), None)
         if bad is not None:
             return bad
-        if inst.op.family in ("shfl", "vote", "activemask", "match", "redux", "elect"):
-            if inst.op.family != "shfl":
-                return NotAffine(f"{reg.name} comes from {inst.opcode}{where}")
         if all(isinstance(v, Affine) and v.uniform for v in srcs):
             return Affine.symbol(reg.name)
-        return NotAffine(f"{reg.name} = {inst.opcode} of a thread-dependent value{where} "
+        return NotAffine(reason=f"{reg.name} = {inst.opcode} of a thread-dependent value{where} "
                          "is not affine")
 
     def _loaded(self, inst: ir.Instruction, index: int) -> Value:
@@ -319,11 +315,14 @@ class AddressEvaluator:
             return Affine.symbol(sym)
         where = _where(inst)
         what = f"{space} memory" if space else "memory"
-        if inst.op.family in ("ld", "ldu") and address is not None and space != "local":
+        mem = inst.op.info.memory if inst.op.info is not None else None
+        plain_load = mem is not None and mem.direction == "load" and not mem.texture \
+            and not mem.shared_only
+        if plain_load and address is not None and space != "local":
             at = self.address_value(address)
             if isinstance(at, Affine) and at.uniform:
                 return Affine.symbol(name)
-        return NotAffine(f"{name} is loaded from {what} by {inst.opcode}{where}")
+        return NotAffine(reason=f"{name} is loaded from {what} by {inst.opcode}{where}")
 
     def _special(self, name: str) -> Value:
         """The value of a special register."""
@@ -338,8 +337,8 @@ class AddressEvaluator:
                              ("tid.y",): bx if self.block[1] > 1 else 0,
                              ("tid.z",): bx * by if self.block[2] > 1 else 0})
             return lin + Affine.symbol("warp_base")
-        if base.startswith("lanemask") or base.startswith("clock") or base == "globaltimer":
-            return NotAffine(f"%{name.lstrip('%')} differs per thread or per read")
+        if base.startswith(("lanemask", "clock")) or base == "globaltimer":
+            return NotAffine(reason=f"%{name.lstrip('%')} differs per thread or per read")
         return Affine.symbol(name.lstrip("%"))
 
 
@@ -348,17 +347,17 @@ def _where(inst: ir.Instruction) -> str:
     return f" (line {loc.line})" if loc is not None and loc.line > 0 else ""
 
 
-def _first_bad(srcs) -> Optional[NotAffine]:
+def _first_bad(srcs) -> NotAffine | None:
     return next((v for v in srcs if isinstance(v, NotAffine)), None)
 
 
-def _mov(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _mov(ev: AddressEvaluator, inst, srcs) -> Value | None:
     if len(srcs) != 1 or isinstance(inst.operands[1], ir.Vector):
         return None
     return srcs[0]
 
 
-def _cvta(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _cvta(ev: AddressEvaluator, inst, srcs) -> Value | None:
     value = srcs[0]
     space = inst.op.space
     if isinstance(value, Affine) and space in ("global", "shared", "local"):
@@ -368,29 +367,29 @@ def _cvta(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
     return value
 
 
-def _add(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _add(ev: AddressEvaluator, inst, srcs) -> Value | None:
     if inst.op.has("cc", "sat") or len(srcs) != 2:
         return None
     return _first_bad(srcs) or srcs[0] + srcs[1]
 
 
-def _sub(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _sub(ev: AddressEvaluator, inst, srcs) -> Value | None:
     if inst.op.has("cc", "sat") or len(srcs) != 2:
         return None
     return _first_bad(srcs) or srcs[0] - srcs[1]
 
 
-def _neg(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _neg(ev: AddressEvaluator, inst, srcs) -> Value | None:
     return _first_bad(srcs) or srcs[0].scale(-1)
 
 
-def _mul(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _mul(ev: AddressEvaluator, inst, srcs) -> Value | None:
     if inst.op.has("hi") or len(srcs) != 2:
         return None
     return _first_bad(srcs) or srcs[0].times(srcs[1])
 
 
-def _mad(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _mad(ev: AddressEvaluator, inst, srcs) -> Value | None:
     if inst.op.has("hi", "cc", "sat") or len(srcs) != 3:
         return None
     bad = _first_bad(srcs)
@@ -400,7 +399,7 @@ def _mad(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
     return prod if isinstance(prod, NotAffine) else prod + srcs[2]
 
 
-def _shl(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _shl(ev: AddressEvaluator, inst, srcs) -> Value | None:
     bad = _first_bad(srcs)
     if bad is not None:
         return bad
@@ -418,7 +417,7 @@ def _aligned_window(ev: AddressEvaluator, value: Affine, k: int) -> bool:
             and all(c % 32 == 0 for c in rest.values()))
 
 
-def _shr(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _shr(ev: AddressEvaluator, inst, srcs) -> Value | None:
     """``x >> k``: uniform within a warp when x = tid.x + (a multiple of 32), k >= 5."""
     bad = _first_bad(srcs)
     if bad is not None:
@@ -429,7 +428,7 @@ def _shr(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
     return None
 
 
-def _and(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _and(ev: AddressEvaluator, inst, srcs) -> Value | None:
     """``x & m``: x when m keeps every bit x can have, 0 when it keeps none; for
     m = 2**k - 1 (k >= 5) and x = tid.x + 32n, x - (a value uniform within the warp)."""
     bad = _first_bad(srcs)
@@ -455,7 +454,7 @@ def _and(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
 _ALL_BITS = (1 << 64) - 1
 
 
-def _possible_bits(ev: AddressEvaluator, value: Affine) -> Optional[int]:
+def _possible_bits(ev: AddressEvaluator, value: Affine) -> int | None:
     """The bits ``value`` can have, when its terms can never carry into each other (each
     term's possible bits disjoint from the others'), else None.  A thread index t of a block
     of size b gives c*t < c*b; a uniform symbol times c keeps c's trailing zero bits."""
@@ -476,7 +475,7 @@ def _possible_bits(ev: AddressEvaluator, value: Affine) -> Optional[int]:
     return bits
 
 
-def _or(ev: AddressEvaluator, inst, srcs) -> Optional[Value]:
+def _or(ev: AddressEvaluator, inst, srcs) -> Value | None:
     """``x | y`` = x + y when no bit can be set in both (Triton's ``or`` of a block offset
     and the thread index)."""
     bad = _first_bad(srcs)

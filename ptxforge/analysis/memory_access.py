@@ -33,20 +33,26 @@ from __future__ import annotations
 import math
 import re
 from statistics import mean
-from typing import Optional
 
 import attrs
 
-from ptxforge.errors import PtxforgeError
+from ptxforge.errors import PtxforgeError, PtxTypeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.types import PtxType
 
-from .affine import THREAD_SYMBOLS, AddressEvaluator, Affine, NotAffine, Value
-from .warp_access import (global_sectors, ideal_sectors, local_sectors, shared_banks,
-                          shared_phase, warps)
+from .affine import AddressEvaluator, Affine, NotAffine, Value
+from .memory_fixes import propose_fixes
+from .warp_access import (
+    global_sectors,
+    ideal_sectors,
+    lane_addresses,
+    local_sectors,
+    shared_banks,
+    shared_phase,
+)
 
-__all__ = ["AccessFigure", "LineFigure", "MemoryFix", "MemoryReport", "analyze_memory",
-           "kernel_block", "lane_addresses", "severity"]
+__all__ = ["AccessFigure", "LineFigure", "MemoryReport", "analyze_memory", "kernel_block",
+           "severity"]
 
 _SPACES = ("global", "shared", "local")
 
@@ -58,16 +64,16 @@ class AccessFigure:
 
     index: int
     opcode: str
-    line: Optional[int]
-    file: Optional[str]
+    line: int | None
+    file: str | None
     space: str
     direction: str
     width: int
-    address: Optional[str]
-    sectors_per_request: Optional[float]
-    ways: Optional[int]
-    wavefronts_per_request: Optional[float]
-    reason: Optional[str]
+    address: str | None
+    sectors_per_request: float | None
+    ways: int | None
+    wavefronts_per_request: float | None
+    reason: str | None
 
     def to_dict(self) -> dict:
         """The JSON row."""
@@ -75,29 +81,11 @@ class AccessFigure:
 
 
 @attrs.frozen(slots=True, kw_only=True)
-class MemoryFix:
-    """A change to one access and its figure after it, re-analysed: ``kind`` is
-    ``padding``, ``swizzle`` (shared, ``before``/``after`` are ways) or ``coalesce`` (global,
-    sectors per request)."""
-
-    index: int
-    kind: str
-    text: str
-    address: Optional[str]
-    before: float
-    after: float
-
-    def to_dict(self) -> dict:
-        """The JSON object."""
-        return attrs.asdict(self)
-
-
-@attrs.frozen(slots=True, kw_only=True)
 class LineFigure:
     """The accesses of one source line, with the worst of them."""
 
-    file: Optional[str]
-    line: Optional[int]
+    file: str | None
+    line: int | None
     accesses: tuple
     worst: AccessFigure
 
@@ -134,7 +122,7 @@ class MemoryReport:
                 "fixes": [f.to_dict() for f in self.fixes]}
 
 
-def severity(access: AccessFigure) -> Optional[float]:
+def severity(access: AccessFigure) -> float | None:
     """How many times the ideal the access costs: sectors over the fewest a warp needs for its
     bytes (global, local), wavefronts over the phases (shared); None when data-dependent."""
     if access.space == "shared":
@@ -174,36 +162,27 @@ def kernel_block(kernel: ir.Kernel, block=None) -> tuple:
     return dims
 
 
+def _matrix(inst: ir.Instruction) -> bool:
+    """``ldmatrix``/``stmatrix``: shared only, 16-byte rows addressed by 8-thread groups."""
+    mem = inst.op.info.memory if inst.op.info is not None else None
+    return mem is not None and mem.shared_only
+
+
 def _width(inst: ir.Instruction) -> int:
     """Bytes per thread: the type's size times the vector width (a cp.async's size operand)."""
     if inst.op.family == "cp":
         size = next((o for o in inst.operands[2:] if isinstance(o, ir.Immediate)), None)
         return int(size.value) if size is not None else 16
-    if inst.op.family in ("ldmatrix", "stmatrix"):
+    if _matrix(inst):
         return 16
     name = inst.op.types[-1] if inst.op.types else "b32"
     try:
         bits = PtxType.get(name).bits
-    except Exception:
+    except PtxTypeError:  # a type the IR has no class for (b4, e4m3x2 ...): its digits
         digits = re.findall(r"\d+", name)
         bits = int(digits[0]) if digits else 32
         bits *= int(name.rsplit("x", 1)[1]) if re.search(r"x\d+$", name) else 1
     return max(1, bits // 8) * inst.op.vector
-
-
-def lane_addresses(value: Affine, block: tuple):
-    """Per warp of the block, each thread's byte address (uniform terms as 0), or the reason
-    (a thread index whose stride depends on a parameter) as a string."""
-    coeff = {s: 0 for s in THREAD_SYMBOLS}
-    for mono, c in value.thread_part().items():
-        if len(mono) != 1:
-            other = " * ".join(s for s in mono if s not in THREAD_SYMBOLS)
-            thread = next(s for s in mono if s in THREAD_SYMBOLS)
-            return f"the stride of {thread} depends on {other}: not known before launch"
-        coeff[mono[0]] += c
-    base = value.offset()
-    cx, cy, cz = coeff["tid.x"], coeff["tid.y"], coeff["tid.z"]
-    return [[base + cx * x + cy * y + cz * z for x, y, z in w] for w in warps(block)]
 
 
 def _figures(space: str, width: int, addrs, phase: int = 0) -> dict:
@@ -217,10 +196,10 @@ def _figures(space: str, width: int, addrs, phase: int = 0) -> dict:
     return {"sectors_per_request": float(mean(global_sectors(a, width) for a in addrs))}
 
 
-def _space(ev: AddressEvaluator, inst: ir.Instruction, value: Value, which: int) -> Optional[str]:
+def _space(ev: AddressEvaluator, inst: ir.Instruction, value: Value, which: int) -> str | None:
     """The state space an access reaches (None: not global/shared/local)."""
     op = inst.op
-    if op.family in ("ldmatrix", "stmatrix"):
+    if _matrix(inst):
         return "shared"
     if op.family == "cp":
         return ("shared", "global")[which] if op.has("async") and not op.has("bulk") else None
@@ -233,7 +212,7 @@ def _space(ev: AddressEvaluator, inst: ir.Instruction, value: Value, which: int)
     return "global"
 
 
-def _direction(inst: ir.Instruction, which: int) -> Optional[str]:
+def _direction(inst: ir.Instruction, which: int) -> str | None:
     mem = inst.op.info.memory if inst.op.info is not None else None
     if mem is None or mem.texture or mem.direction in ("prefetch", "fragment"):
         return None
@@ -242,7 +221,7 @@ def _direction(inst: ir.Instruction, which: int) -> Optional[str]:
     return mem.direction
 
 
-def _access(ev, index, inst, which, address, block) -> Optional[tuple]:
+def _access(ev, index, inst, which, address, block) -> tuple | None:
     """(AccessFigure, affine address or None) of one address operand of ``inst``."""
     direction = _direction(inst, which)
     value = ev.address_value(address)
@@ -254,7 +233,7 @@ def _access(ev, index, inst, which, address, block) -> Optional[tuple]:
     fields: dict = {"sectors_per_request": None, "ways": None,
                     "wavefronts_per_request": None, "reason": None, "address": None}
     phase = 0
-    if inst.op.family in ("ldmatrix", "stmatrix"):
+    if _matrix(inst):
         phase = 8
     if isinstance(value, NotAffine):
         fields["reason"] = f"data-dependent: {value.reason}"
@@ -291,8 +270,6 @@ def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
         >>> sorted({a.sectors_per_request for a in rep.accesses})
         [4.0]
     """
-    from .memory_fixes import propose_fixes
-
     dims = kernel_block(kernel, block)
     ev = AddressEvaluator(kernel, dims)
     accesses, forms = [], []

@@ -26,15 +26,37 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from statistics import mean
-from typing import Callable, Optional
+
+import attrs
+
+from ptxforge.ptx.opcodes import opcode_of
 
 from .affine import THREAD_SYMBOLS, Affine
-from .warp_access import global_sectors, ideal_sectors, shared_banks
+from .warp_access import global_sectors, ideal_sectors, lane_addresses, shared_banks
 
-__all__ = ["propose_fixes", "padded", "swizzle_name", "swizzled_addresses", "row_stride"]
+__all__ = ["MemoryFix", "padded", "propose_fixes", "row_stride", "swizzle_name", "swizzled_addresses"]
 
-def _log2(n: int) -> Optional[int]:
+@attrs.frozen(slots=True, kw_only=True)
+class MemoryFix:
+    """A change to one access and its figure after it, re-analysed: ``kind`` is
+    ``padding``, ``swizzle`` (shared, ``before``/``after`` are ways) or ``coalesce`` (global,
+    sectors per request)."""
+
+    index: int
+    kind: str
+    text: str
+    address: str | None
+    before: float
+    after: float
+
+    def to_dict(self) -> dict:
+        """The JSON object."""
+        return attrs.asdict(self)
+
+
+def _log2(n: int) -> int | None:
     return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
 
 def _lane_varying(block: tuple) -> tuple:
@@ -47,7 +69,7 @@ def _lane_varying(block: tuple) -> tuple:
         out.append("tid.z")
     return tuple(out)
 
-def row_stride(form: Affine, block: tuple) -> Optional[int]:
+def row_stride(form: Affine, block: tuple) -> int | None:
     """The thread stride (bytes) that causes the conflict: of the strides of the thread indices
     that vary inside a warp, the one with the most factors of two (at least 8 bytes).
 
@@ -96,8 +118,6 @@ def _ways(per_warp, width: int, phase: int = 0) -> int:
     return max(shared_banks(a, width, phase)[0] for a in per_warp)
 
 def _shared_fixes(access, form, block, lanes: Callable) -> list:
-    from .memory_access import MemoryFix
-
     stride = row_stride(form, block)
     if stride is None:
         return []
@@ -126,8 +146,6 @@ def _shared_fixes(access, form, block, lanes: Callable) -> list:
     return out
 
 def _coalesce_fix(access, form, block, lanes: Callable) -> list:
-    from .memory_access import MemoryFix
-
     d = form.as_dict()
     cx = d.get(("tid.x",), 0)
     width = access.width
@@ -152,6 +170,11 @@ def _coalesce_fix(access, form, block, lanes: Callable) -> list:
     return [MemoryFix(index=access.index, kind="coalesce", text=text, address=str(fixed),
                       before=float(access.sectors_per_request), after=after)]
 
+def _shared_only(opcode: str) -> bool:
+    row = opcode_of(opcode).info
+    return row is not None and row.memory is not None and row.memory.shared_only
+
+
 def propose_fixes(accesses, forms, block: tuple) -> list:
     """The checked fixes of the conflicted shared and the uncoalesced global accesses
     (``forms``: each access's affine address, or None).
@@ -159,8 +182,6 @@ def propose_fixes(accesses, forms, block: tuple) -> list:
     Example: a 32-way column read of a ``[32][32]`` float tile gets a padding and a
     ``Swizzle<5,2,5>`` fix, each with ``after`` 1.0.
     """
-    from .memory_access import lane_addresses
-
     def lanes(form):
         return lane_addresses(form, block)
 
@@ -169,7 +190,7 @@ def propose_fixes(accesses, forms, block: tuple) -> list:
         if form is None:
             continue
         if access.space == "shared" and access.ways is not None and access.ways > 1 \
-                and access.opcode.split(".", 1)[0] not in ("ldmatrix", "stmatrix"):
+                and not _shared_only(access.opcode):
             out.extend(_shared_fixes(access, form, block, lanes))
         elif access.space == "global" and access.sectors_per_request is not None and \
                 access.sectors_per_request > ideal_sectors(32, access.width) \

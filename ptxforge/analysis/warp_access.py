@@ -28,8 +28,18 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["WARP", "BANKS", "warps", "global_sectors", "shared_banks", "local_sectors",
-           "shared_phase", "ideal_sectors"]
+__all__ = [
+    "BANKS",
+    "WARP",
+    "global_sectors",
+    "ideal_sectors",
+    "local_sectors",
+    "shared_banks",
+    "shared_phase",
+    "warps",
+]
+
+from .affine import THREAD_SYMBOLS, Affine
 
 WARP = 32
 BANKS = 32
@@ -82,3 +92,18 @@ def local_sectors(offsets, width: int) -> int:
         for word in range(off // 4, (off + width - 1) // 4 + 1):
             sectors.add((128 * word + 4 * lane) // 32)
     return len(sectors)
+
+
+def lane_addresses(value: Affine, block: tuple):
+    """Per warp of the block, each thread's byte address (uniform terms as 0), or the reason
+    (a thread index whose stride depends on a parameter) as a string."""
+    coeff = {s: 0 for s in THREAD_SYMBOLS}
+    for mono, c in value.thread_part().items():
+        if len(mono) != 1:
+            other = " * ".join(s for s in mono if s not in THREAD_SYMBOLS)
+            thread = next(s for s in mono if s in THREAD_SYMBOLS)
+            return f"the stride of {thread} depends on {other}: not known before launch"
+        coeff[mono[0]] += c
+    base = value.offset()
+    cx, cy, cz = coeff["tid.x"], coeff["tid.y"], coeff["tid.z"]
+    return [[base + cx * x + cy * y + cz * z for x, y, z in w] for w in warps(block)]

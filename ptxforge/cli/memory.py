@@ -6,7 +6,7 @@ import argparse
 
 from ptxforge.cli.common import EXIT_OK, arch_type, emit, read_source
 
-__all__ = ["add", "run", "block_shape"]
+__all__ = ["add", "block_shape", "run"]
 
 
 def block_shape(text: str) -> tuple:

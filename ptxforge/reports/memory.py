@@ -15,8 +15,6 @@ Example::
 
 from __future__ import annotations
 
-from typing import Optional, Union
-
 import attrs
 
 from ptxforge._text import short_loc, table
@@ -24,7 +22,7 @@ from ptxforge.analysis.memory_access import AccessFigure, MemoryReport, analyze_
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.parse import parse
 
-__all__ = ["ModuleMemory", "memory_report", "figure_text"]
+__all__ = ["ModuleMemory", "figure_text", "memory_report"]
 
 
 def figure_text(a: AccessFigure) -> str:
@@ -38,7 +36,7 @@ def figure_text(a: AccessFigure) -> str:
     return "data-dependent" if (a.reason or "").startswith("data-dependent") else "unknown"
 
 
-def _num(x: Optional[float]) -> str:
+def _num(x: float | None) -> str:
     if x is None:
         return "-"
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
@@ -69,8 +67,9 @@ class ModuleMemory:
 
 def _kernel_text(k: MemoryReport) -> list:
     bx, by, bz = k.block
-    out = [f"{k.kernel}: {len(k.accesses)} global/shared/local accesses, block "
-           f"{bx}x{by}x{bz} (figures per warp request)"]
+    head = (f"{k.kernel}: {len(k.accesses)} global/shared/local accesses, block "
+            f"{bx}x{by}x{bz} (figures per warp request)")
+    out = [head]
     if not k.accesses:
         return out + ["  no global, shared or local memory access", ""]
     rows = []
@@ -96,8 +95,8 @@ def _kernel_text(k: MemoryReport) -> list:
     return out + [""]
 
 
-def memory_report(text: Union[str, bytes], file: str = "<ptx>", *,
-                  kernel: Optional[str] = None, block=None,
+def memory_report(text: str | bytes, file: str = "<ptx>", *,
+                  kernel: str | None = None, block=None,
                   strict: bool = True) -> ModuleMemory:
     """Parse PTX ``text`` and analyse the memory accesses of its entries (or of ``kernel``)
     for ``block`` (an int or (x, y, z); None: each kernel's launch bounds, else 256).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+import memory_kernels as mk
 import pytest
 
 from ptxforge.analysis.affine import AddressEvaluator, Affine, NotAffine
@@ -17,8 +18,6 @@ from ptxforge.analysis.memory_access import analyze_memory, kernel_block
 from ptxforge.analysis.memory_fixes import padded, swizzle_name
 from ptxforge.analysis.warp_access import global_sectors, local_sectors, shared_banks
 from ptxforge.ptx.parse import parse
-
-import memory_kernels as mk
 
 
 def _only(report, space, direction):
@@ -221,6 +220,7 @@ def test_nvrtc_tiled_transpose_conflict_and_padding(cuda_module):
 def test_triton_copy_and_strided_load(tmp_path, monkeypatch):
     pytest.importorskip("triton", reason="the triton extra is not installed")
     import triton_memory_kernels as tmk
+
     from ptxforge.frontends.triton import compile_to_ptx
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))

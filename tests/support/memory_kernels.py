@@ -6,8 +6,16 @@ from __future__ import annotations
 from ptxforge.dsl.builder import KernelBuilder
 from ptxforge.ptx import types as T
 
-__all__ = ["N", "transpose_naive", "copy", "strided", "broadcast", "shared_tile",
-           "CUDA_TRANSPOSES", "CUDA_LINES"]
+__all__ = [
+    "CUDA_LINES",
+    "CUDA_TRANSPOSES",
+    "N",
+    "broadcast",
+    "copy",
+    "shared_tile",
+    "strided",
+    "transpose_naive",
+]
 
 #: The matrix side of the transposes (a constant in the code: the strides are known).
 N = 1024

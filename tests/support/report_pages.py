@@ -45,9 +45,9 @@ def page_text(name: str) -> str:
         compiled = compile_ptx(corpus_ptx("gemm", "sm_80", True), "sm_80", options=opts)
         return html_report(compiled.cubin, "gemm.cubin", page=dirs)
     if name == "memory":
-        from ptxforge.frontends.cuda_source import compile_cuda
-
         from memory_kernels import CUDA_TRANSPOSES
+
+        from ptxforge.frontends.cuda_source import compile_cuda
 
         cu = _DIR / "transposes.cu"
         cu.write_text(CUDA_TRANSPOSES)
