@@ -193,7 +193,8 @@ class AddressEvaluator:
         #: symbols known to hold an address in a state space (``cvta``, variables, params)
         self.term_space: dict[str, str] = dict(self.var_space)
         self._memo: dict[str, Value] = {}
-        self._pending: dict[str, Value] = {}
+        self._pending: dict[str, Value] = {}  # loop-carried registers: their hypothesis
+        self._visiting: dict[str, int] = {}   # single definitions under way: hypotheses then
 
     # -- public --------------------------------------------------------------------------
     def operand_value(self, operand) -> Value:
@@ -233,11 +234,20 @@ class AddressEvaluator:
         if not defs:
             return NotAffine(reason=f"{name} is never written in the kernel")
         if len(defs) == 1:
-            self._pending[name] = NotAffine(reason=f"{name} depends on itself")
+            # met again while its definition is under way: a cycle, fine when it runs through
+            # a loop-carried register whose hypothesis was set since (it ends there)
+            depth = len(self._pending)
+            before = self._visiting.get(name)
+            if before is not None and before >= depth:
+                return NotAffine(reason=f"{name} depends on itself")
+            self._visiting[name] = depth
             try:
                 value = self._define(defs[0], reg)
             finally:
-                del self._pending[name]
+                if before is None:
+                    del self._visiting[name]
+                else:
+                    self._visiting[name] = before
         else:
             value = self._loop_carried(reg, defs)
         self._memo[name] = value

@@ -41,6 +41,7 @@ from ptxforge.ptx import ir
 from ptxforge.ptx.types import PtxType
 
 from .affine import AddressEvaluator, Affine, NotAffine, Value
+from .lane_values import LaneEvaluator
 from .memory_fixes import propose_fixes
 from .warp_access import (
     global_sectors,
@@ -221,7 +222,32 @@ def _direction(inst: ir.Instruction, which: int) -> str | None:
     return mem.direction
 
 
-def _access(ev, index, inst, which, address, block) -> tuple | None:
+def _matrix_lanes(inst: ir.Instruction) -> int:
+    """Threads that give row addresses to an ``ldmatrix``/``stmatrix`` (.x1: 8, .x2: 16)."""
+    n = next((p for p in inst.op.parts if p in ("x1", "x2", "x4")), "x4")
+    return 8 * int(n[1:])
+
+
+def _lanes_of(ev, lanes_ev: LaneEvaluator, address: ir.Address, value: Value, fields: dict):
+    """Per-warp addresses of an access (setting ``address``/``reason`` in ``fields``), or
+    None when there are none to count."""
+    if isinstance(value, Affine):
+        fields["address"] = str(value)
+        addrs = lane_addresses(value, ev.block)
+        if isinstance(addrs, str):
+            fields["reason"] = addrs
+            return None
+        return addrs
+    per = lanes_ev.address(address)
+    if isinstance(per, NotAffine):
+        fields["reason"] = f"data-dependent: {per.reason}"
+        return None
+    fields["reason"] = (f"not affine ({value.reason}): counted from each thread's address in "
+                        "block 0")
+    return lanes_ev.per_warp(per)
+
+
+def _access(ev, lanes_ev, index, inst, which, address) -> tuple | None:
     """(AccessFigure, affine address or None) of one address operand of ``inst``."""
     direction = _direction(inst, which)
     value = ev.address_value(address)
@@ -232,25 +258,16 @@ def _access(ev, index, inst, which, address, block) -> tuple | None:
     loc = inst.loc
     fields: dict = {"sectors_per_request": None, "ways": None,
                     "wavefronts_per_request": None, "reason": None, "address": None}
-    phase = 0
-    if _matrix(inst):
-        phase = 8
-    if isinstance(value, NotAffine):
-        fields["reason"] = f"data-dependent: {value.reason}"
-    else:
-        fields["address"] = str(value)
-        addrs = lane_addresses(value, block)
-        if isinstance(addrs, str):
-            fields["reason"] = addrs
-        else:
-            if phase:
-                lanes = {"x1": 8, "x2": 16}.get(next((p for p in inst.op.parts
-                                                      if p in ("x1", "x2", "x4")), "x4"), 32)
-                addrs = [a[:lanes] for a in addrs]
-            fields.update(_figures(space, width, addrs, phase))
-            if space == "local":
-                fields["reason"] = ("local memory is per thread, interleaved by 4-byte word "
-                                    "across the warp")
+    addrs = _lanes_of(ev, lanes_ev, address, value, fields)
+    if addrs is not None:
+        phase = 0
+        if _matrix(inst):
+            phase = 8
+            addrs = [a[:_matrix_lanes(inst)] for a in addrs]
+        fields.update(_figures(space, width, addrs, phase))
+        if space == "local":
+            fields["reason"] = ("local memory is per thread, interleaved by 4-byte word "
+                                "across the warp")
     fig = AccessFigure(index=index, opcode=inst.opcode,
                        line=loc.line if loc is not None and loc.known else None,
                        file=loc.file if loc is not None and loc.known else None,
@@ -272,6 +289,7 @@ def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
     """
     dims = kernel_block(kernel, block)
     ev = AddressEvaluator(kernel, dims)
+    lanes_ev = LaneEvaluator(ev)
     accesses, forms = [], []
     for index, inst in enumerate(kernel.instructions):
         info = inst.op.info
@@ -279,7 +297,7 @@ def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
             continue
         addresses = [o for o in inst.operands if isinstance(o, ir.Address)]
         for which, address in enumerate(addresses[:2]):
-            got = _access(ev, index, inst, which, address, dims)
+            got = _access(ev, lanes_ev, index, inst, which, address)
             if got is not None:
                 accesses.append(got[0])
                 forms.append(got[1])

@@ -105,6 +105,25 @@ def test_a_thread_dependent_loop_step_is_not_affine():
     assert load.sectors_per_request is None and "written more than once" in load.reason
 
 
+def test_a_copy_of_a_loop_counter_through_mov_is_loop_carried():
+    # NVRTC's loop shape: the counter %r9 is read through a copy %r5 made each iteration
+    text = _LOOP.replace("    mov.u32 %r3, %r2;\n$L1:\n", "    mov.u32 %r9, %r2;\n$L1:\n"
+                         "    mov.u32 %r3, %r9;\n").replace(
+        "add.u32 %r3, %r3, 256;", "add.u32 %r9, %r3, 256;").replace(
+        "setp.lt.u32 %p1, %r3, %r1;", "setp.lt.u32 %p1, %r9, %r1;").replace(
+        "%r<8>", "%r<10>")
+    load = _only(analyze_memory(parse(text).kernel("k")), "global", "load")
+    assert load.sectors_per_request == 4.0 and load.address == "4*tid.x + 4*%r9 + A"
+
+
+def test_a_non_affine_thread_index_is_counted_per_thread():
+    rep = analyze_memory(mk.octets().kernel("octets"))
+    read = _only(rep, "shared", "load")
+    assert read.address is None and read.reason.startswith("not affine")
+    assert (read.ways, read.wavefronts_per_request) == (8, 8.0)
+    assert _only(rep, "global", "store").sectors_per_request == 4.0
+
+
 def test_block_defaults_to_the_launch_bounds():
     assert kernel_block(mk.shared_tile().kernel("tile")) == (32, 32, 1)
     assert kernel_block(mk.copy().kernel("copy")) == (256, 1, 1)

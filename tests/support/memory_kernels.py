@@ -93,6 +93,19 @@ def shared_tile(pad: int = 0):
     return kb.build()
 
 
+def octets():
+    """s[(tid.x & 7) * 32 + (tid.x >> 3)]: a shared read through ``and``/``shr`` (not affine):
+    lanes 0..7 read words 0, 32, ..., 224 of bank 0, so 8-way (block 256)."""
+    kb = KernelBuilder("octets")
+    y = kb.param_ptr("y", T.f32)
+    s = kb.shared_array("s", T.f32, 256, align=4)
+    tx = kb.tid("x")
+    slot = kb.mad(kb.and_(tx, 7), 32, kb.shr(tx, 3))
+    kb.st(kb.elem_ptr(kb.load_param(y), tx), kb.ld(kb.elem_ptr(s, slot)))
+    kb.ret()
+    return kb.build()
+
+
 #: CUDA C++: a naive transpose and a tiled one through shared memory, unpadded and padded.
 CUDA_TRANSPOSES = r"""
 #define N 1024
