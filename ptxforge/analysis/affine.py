@@ -48,6 +48,10 @@ import re
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import WarpCollective
+
+from .divergence import ControlDependence
+from .reaching import ReachingDefinitions
 
 __all__ = ["THREAD_SYMBOLS", "AddressEvaluator", "Affine", "NotAffine", "Value"]
 
@@ -182,25 +186,26 @@ class AddressEvaluator:
         self.kernel = kernel
         self.block = tuple(block)
         self.insts = kernel.instructions
-        self.defs: dict[str, list[int]] = {}
-        for i, inst in enumerate(self.insts):
-            for reg in inst.defs:
-                if isinstance(reg, ir.Register):
-                    self.defs.setdefault(reg.name, []).append(i)
+        self.reach = ReachingDefinitions(kernel)
+        self.defs = self.reach.defs
         self.var_space = {s.name: s.space.lstrip(".").split("::")[0]
                           for s in (kernel.body or ()) if isinstance(s, ir.VarDecl)}
         self.params = {p.name for p in kernel.params}
         #: symbols known to hold an address in a state space (``cvta``, variables, params)
         self.term_space: dict[str, str] = dict(self.var_space)
-        self._memo: dict[str, Value] = {}
-        self._pending: dict[str, Value] = {}  # loop-carried registers: their hypothesis
-        self._visiting: dict[str, int] = {}   # single definitions under way: hypotheses then
+        # keyed by (register, the writes that reach the read): one value per web
+        self._memo: dict[tuple, Value] = {}
+        self._pending: dict[tuple, Value] = {}  # loop-carried registers: their hypothesis
+        self._visiting: dict[tuple, int] = {}   # single definitions under way: hypotheses then
+        self._control: ControlDependence | None = None  # built on first need
+        self._preds: dict[tuple, bool] = {}   # predicate register: the same in every thread
 
     # -- public --------------------------------------------------------------------------
-    def operand_value(self, operand) -> Value:
-        """The value of an operand (register, immediate, special register, symbol)."""
+    def operand_value(self, operand, at: int | None = None) -> Value:
+        """The value of an operand (register, immediate, special register, symbol) read by
+        instruction ``at`` (None: after the last one: every write of a register reaches)."""
         if isinstance(operand, ir.Register):
-            return self.register_value(operand)
+            return self.register_value(operand, at)
         if isinstance(operand, ir.Immediate):
             if isinstance(operand.value, int):
                 return Affine.const(operand.value)
@@ -210,62 +215,69 @@ class AddressEvaluator:
         if isinstance(operand, ir.Symbol):
             return Affine.symbol(operand.name)
         if isinstance(operand, ir.Address):
-            return self.address_value(operand)
+            return self.address_value(operand, at)
         return NotAffine(reason=f"the operand {operand!r} is not an integer value")
 
-    def address_value(self, address: ir.Address) -> Value:
-        """The value of a memory operand ``[base+offset]``."""
+    def address_value(self, address: ir.Address, at: int | None = None) -> Value:
+        """The value of a memory operand ``[base+offset]`` of instruction ``at``."""
         if address.base is None:
             return Affine.const(address.offset)
-        base = self.operand_value(address.base)
+        base = self.operand_value(address.base, at)
         if isinstance(base, NotAffine):
             return base
         return base + Affine.const(address.offset)
 
-    def register_value(self, reg: ir.Register) -> Value:
-        """The value of ``reg`` (see the module docstring for loop-carried registers)."""
+    def register_value(self, reg: ir.Register, at: int | None = None) -> Value:
+        """The value of ``reg`` read by instruction ``at`` (see the module docstring for
+        loop-carried registers)."""
         name = reg.name
-        got = self._memo.get(name)
+        defs = self.reach.reaching(at, name)
+        key = (name, defs)
+        got = self._memo.get(key)
         if got is not None:
             return got
-        if name in self._pending:
-            return self._pending[name]
-        defs = self.defs.get(name, [])
+        if key in self._pending:
+            return self._pending[key]
+        if len(defs) > 1 and key not in self._memo:
+            diverges = self._diverges(name, defs, at)
+            if diverges is not None:
+                return diverges
         if not defs:
             return NotAffine(reason=f"{name} is never written in the kernel")
         if len(defs) == 1:
             # met again while its definition is under way: a cycle, fine when it runs through
             # a loop-carried register whose hypothesis was set since (it ends there)
             depth = len(self._pending)
-            before = self._visiting.get(name)
+            before = self._visiting.get(key)
             if before is not None and before >= depth:
                 return NotAffine(reason=f"{name} depends on itself")
-            self._visiting[name] = depth
+            self._visiting[key] = depth
             try:
                 value = self._define(defs[0], reg)
             finally:
                 if before is None:
-                    del self._visiting[name]
+                    del self._visiting[key]
                 else:
-                    self._visiting[name] = before
+                    self._visiting[key] = before
         else:
             value = self._loop_carried(reg, defs)
-        self._memo[name] = value
+        self._memo[key] = value
         return value
 
     # -- definitions -----------------------------------------------------------------------
-    def _loop_carried(self, reg: ir.Register, defs: list) -> Value:
+    def _loop_carried(self, reg: ir.Register, defs: tuple) -> Value:
         """A register written more than once: its common thread part plus a uniform term."""
         name = reg.name
+        key = (name, defs)
         carried = Affine.symbol(name)
         thread = Affine()
         for _ in range(2):
             saved = dict(self._memo)
-            self._pending[name] = thread + carried
+            self._pending[key] = thread + carried
             try:
                 values = [self._define(i, reg) for i in defs]
             finally:
-                del self._pending[name]
+                del self._pending[key]
             bad = next((v for v in values if isinstance(v, NotAffine)), None)
             if bad is not None:
                 self._memo = saved
@@ -283,6 +295,53 @@ class AddressEvaluator:
         return NotAffine(reason=f"{name} is written more than once with different thread "
                          "offsets (a thread-dependent loop step or branch)")
 
+    def _diverges(self, name: str, defs: tuple, at: int | None) -> NotAffine | None:
+        """NotAffine when the writes of ``name`` that reach instruction ``at`` do not all
+        depend on the same thread-dependent branches, less those ``at`` itself depends on
+        (every thread running it took them the same way): :mod:`.divergence`."""
+        if self._control is None:
+            self._control = ControlDependence(self.kernel)
+        cd = self._control
+        own = cd.edges(at, self.uniform_guard) if at is not None else frozenset()
+        sets = [cd.edges(i, self.uniform_guard) - own for i in defs]
+        if len(set(sets)) < 2:
+            return None
+        common = frozenset.intersection(*sets)
+        block = min(min(s - common) for s in sets if s - common)[0]
+        last = cd.cfg.instructions[cd.cfg.blocks[block].end - 1]
+        return NotAffine(reason=f"{name} is written under a thread-dependent branch"
+                                f"{_where(last)}: its value differs between the threads")
+
+    def uniform_guard(self, guard, at: int | None = None) -> bool:
+        """True when a guard (or branch) of instruction ``at`` takes the same way in every
+        thread of a warp."""
+        if not isinstance(guard, ir.Guard) or not isinstance(guard.register, ir.Register):
+            return False
+        return self._uniform_predicate(guard.register.name, at)
+
+    def _uniform_predicate(self, name: str, at: int | None) -> bool:
+        defs = self.reach.reaching(at, name)
+        got = self._preds.get((name, defs))
+        if got is not None:
+            return got
+        self._preds[(name, defs)] = False  # a cycle through itself: not known uniform
+        ok = len(defs) == 1
+        if ok:
+            inst = self.insts[defs[0]]
+            if inst.op.has_trait(WarpCollective) and inst.op.family != "shfl":
+                ok = True  # vote: one answer for the warp
+            else:
+                for operand in inst.operands[inst.ndefs:]:
+                    if isinstance(operand, ir.Register) and operand.type.is_pred:
+                        ok = ok and self._uniform_predicate(operand.name, defs[0])
+                    elif isinstance(operand, ir.Negated):
+                        ok = ok and self._uniform_predicate(operand.operand.name, defs[0])
+                    else:
+                        v = self.operand_value(operand, defs[0])
+                        ok = ok and isinstance(v, Affine) and v.uniform
+        self._preds[(name, defs)] = ok
+        return ok
+
     def _define(self, index: int, reg: ir.Register) -> Value:
         """The value ``self.insts[index]`` writes to ``reg``."""
         inst = self.insts[index]
@@ -293,7 +352,7 @@ class AddressEvaluator:
             return self._loaded(inst, index)
         if inst.ndefs != 1 or not isinstance(ops[0], ir.Register):
             return NotAffine(reason=f"{reg.name} is written by {inst.opcode}{where}")
-        srcs = [self.operand_value(o) for o in ops[1:]]
+        srcs = [self.operand_value(o, index) for o in ops[1:]]
         handler = _HANDLERS.get(fam)
         if handler is not None and (fam in ("mov", "cvta") or _is_int(inst)):
             got = handler(self, inst, srcs)
@@ -329,7 +388,7 @@ class AddressEvaluator:
         plain_load = mem is not None and mem.direction == "load" and not mem.texture \
             and not mem.shared_only
         if plain_load and address is not None and space != "local":
-            at = self.address_value(address)
+            at = self.address_value(address, index)
             if isinstance(at, Affine) and at.uniform:
                 return Affine.symbol(name)
         return NotAffine(reason=f"{name} is loaded from {what} by {inst.opcode}{where}")

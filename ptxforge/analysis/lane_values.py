@@ -89,33 +89,38 @@ class LaneEvaluator:
         """``values`` (one per thread) split into the warps of the block."""
         return [values[i:i + 32] for i in range(0, self.n, 32)]
 
-    def address(self, address: ir.Address):
-        """Each thread's value of a memory operand, or NotAffine."""
+    def address(self, address: ir.Address, at: int | None = None):
+        """Each thread's value of a memory operand of instruction ``at``, or NotAffine."""
         if address.base is None:
             return [address.offset] * self.n
-        base = self.operand(address.base)
+        base = self.operand(address.base, at)
         if isinstance(base, NotAffine):
             return base
         return [b + address.offset for b in base]
 
-    def operand(self, operand):
-        """Each thread's value of an operand, or NotAffine."""
+    def operand(self, operand, at: int | None = None):
+        """Each thread's value of an operand read by instruction ``at``, or NotAffine."""
         if isinstance(operand, ir.Register):
-            return self.register(operand)
-        value = self.ev.operand_value(operand)
+            return self.register(operand, at)
+        value = self.ev.operand_value(operand, at)
         return self._from_affine(value) if isinstance(value, Affine) else value
 
-    def register(self, reg: ir.Register):
-        """Each thread's value of ``reg``, or NotAffine (see the module docstring)."""
-        got = self._memo.get(reg.name)
+    def register(self, reg: ir.Register, at: int | None = None):
+        """Each thread's value of ``reg`` read by instruction ``at``, or NotAffine (see the
+        module docstring)."""
+        defs = self.ev.reach.reaching(at, reg.name)
+        key = (reg.name, defs)
+        got = self._memo.get(key)
         if got is None:
-            value = self.ev.register_value(reg)
+            value = self.ev.register_value(reg, at)
             if isinstance(value, Affine):
                 got = self._from_affine(value)
+            elif len(defs) == 1:
+                self._memo[key] = NotAffine(reason=f"{reg.name} depends on itself")
+                got = self._define(defs[0], value)
             else:
-                defs = self.ev.defs.get(reg.name, [])
-                got = self._define(defs[0], value) if len(defs) == 1 else value
-            self._memo[reg.name] = got
+                got = value
+            self._memo[key] = got
         return got
 
     def _from_affine(self, value: Affine):
@@ -144,7 +149,7 @@ class LaneEvaluator:
         signed_src = src.group(1) == "s"
         srcs = []
         for operand in inst.operands[1:]:
-            vals = self.operand(operand)
+            vals = self.operand(operand, index)
             if isinstance(vals, NotAffine):
                 return vals
             srcs.append([_wrap(v, int(src.group(2)), signed_src) for v in vals])

@@ -228,7 +228,8 @@ def _matrix_lanes(inst: ir.Instruction) -> int:
     return 8 * int(n[1:])
 
 
-def _lanes_of(ev, lanes_ev: LaneEvaluator, address: ir.Address, value: Value, fields: dict):
+def _lanes_of(ev, lanes_ev: LaneEvaluator, address: ir.Address, at: int, value: Value,
+              fields: dict):
     """Per-warp addresses of an access (setting ``address``/``reason`` in ``fields``), or
     None when there are none to count."""
     if isinstance(value, Affine):
@@ -238,7 +239,7 @@ def _lanes_of(ev, lanes_ev: LaneEvaluator, address: ir.Address, value: Value, fi
             fields["reason"] = addrs
             return None
         return addrs
-    per = lanes_ev.address(address)
+    per = lanes_ev.address(address, at)
     if isinstance(per, NotAffine):
         fields["reason"] = f"data-dependent: {per.reason}"
         return None
@@ -250,7 +251,7 @@ def _lanes_of(ev, lanes_ev: LaneEvaluator, address: ir.Address, value: Value, fi
 def _access(ev, lanes_ev, index, inst, which, address) -> tuple | None:
     """(AccessFigure, affine address or None) of one address operand of ``inst``."""
     direction = _direction(inst, which)
-    value = ev.address_value(address)
+    value = ev.address_value(address, index)
     space = _space(ev, inst, value, which) if direction is not None else None
     if space is None or direction is None:
         return None
@@ -258,7 +259,7 @@ def _access(ev, lanes_ev, index, inst, which, address) -> tuple | None:
     loc = inst.loc
     fields: dict = {"sectors_per_request": None, "ways": None,
                     "wavefronts_per_request": None, "reason": None, "address": None}
-    addrs = _lanes_of(ev, lanes_ev, address, value, fields)
+    addrs = _lanes_of(ev, lanes_ev, address, index, value, fields)
     if addrs is not None:
         phase = 0
         if _matrix(inst):
@@ -273,6 +274,21 @@ def _access(ev, lanes_ev, index, inst, which, address) -> tuple | None:
                        file=loc.file if loc is not None and loc.known else None,
                        space=space, direction=direction, width=width, **fields)
     return fig, (value if isinstance(value, Affine) else None)
+
+
+def _too_deep(ev, inst: ir.Instruction, index: int, which: int) -> tuple | None:
+    direction = _direction(inst, which)
+    space = _space(ev, inst, NotAffine(reason=""), which) if direction is not None else None
+    if space is None or direction is None:
+        return None
+    loc = inst.loc if inst.loc is not None and inst.loc.known else None
+    return AccessFigure(index=index, opcode=inst.opcode,
+                        line=loc.line if loc is not None else None,
+                        file=loc.file if loc is not None else None, space=space, direction=direction,
+                        width=_width(inst), address=None, sectors_per_request=None, ways=None,
+                        wavefronts_per_request=None,
+                        reason="data-dependent: the address's chain of definitions is too "
+                               "deep to follow"), None
 
 
 def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
@@ -297,7 +313,10 @@ def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
             continue
         addresses = [o for o in inst.operands if isinstance(o, ir.Address)]
         for which, address in enumerate(addresses[:2]):
-            got = _access(ev, lanes_ev, index, inst, which, address)
+            try:
+                got = _access(ev, lanes_ev, index, inst, which, address)
+            except RecursionError:  # a chain of definitions deeper than Python's stack
+                got = _too_deep(ev, inst, index, which)
             if got is not None:
                 accesses.append(got[0])
                 forms.append(got[1])

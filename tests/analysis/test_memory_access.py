@@ -124,6 +124,56 @@ def test_a_non_affine_thread_index_is_counted_per_thread():
     assert _only(rep, "global", "store").sectors_per_request == 4.0
 
 
+_BRANCHY = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 A)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<5>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [A];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 0;
+    setp.lt.u32 %p1, %tid.x, LIMIT;
+    @%p1 bra $L1;
+    mov.u32 %r1, 512;
+$L1:
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    mov.u32 %r1, %tid.x;
+    ret;
+}
+"""
+
+
+def test_a_register_set_under_a_thread_dependent_branch_is_data_dependent():
+    load = _only(analyze_memory(parse(_BRANCHY.replace("LIMIT", "16")).kernel("k")),
+                 "global", "load")
+    assert load.sectors_per_request is None and "thread-dependent branch" in load.reason
+    # the same branch on a uniform value: one value per warp (the later write of %r1, the
+    # thread index, does not reach the load: reaching definitions)
+    text = _BRANCHY.replace("%tid.x, LIMIT", "%ctaid.x, 16")
+    load = _only(analyze_memory(parse(text).kernel("k")), "global", "load")
+    assert load.sectors_per_request == 1.0 and load.address == "4*%r1 + A"
+
+
+def test_the_octree_stack_in_local_memory_is_data_dependent():
+    from ptxforge.frontends.cuda_source import compile_cuda
+
+    from compile_sources import OCTREE_WALK
+
+    k = parse(compile_cuda(OCTREE_WALK, "octree.cu", "sm_80")).kernel("walk")
+    rep = analyze_memory(k, block=128)
+    local = [a for a in rep.accesses if a.space == "local"]
+    pushed = [a for a in local if a.sectors_per_request is None]
+    assert pushed and all("thread-dependent branch" in a.reason for a in pushed)
+    # the first push (todo[0] = 0) is at the same offset in every thread: interleaved
+    assert any(a.sectors_per_request == 4.0 for a in local)
+
+
 def test_block_defaults_to_the_launch_bounds():
     assert kernel_block(mk.shared_tile().kernel("tile")) == (32, 32, 1)
     assert kernel_block(mk.copy().kernel("copy")) == (256, 1, 1)
