@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import attrs
 
-from ptxforge._text import short_loc, table
+from ptxforge._text import short_loc, table, wrap
 from ptxforge.analysis.memory_access import AccessFigure, MemoryReport, analyze_memory
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.parse import parse
@@ -88,10 +88,11 @@ def _kernel_text(k: MemoryReport) -> list:
         out += ["", "  checked fixes (re-analysed):"]
         for f in k.fixes:
             unit = "ways" if f.kind in ("padding", "swizzle") else "sectors/req"
-            out.append(f"  #{f.index} {f.kind}: {_num(f.before)} -> {_num(f.after)} {unit}: "
-                       f"{f.text}")
+            out += wrap(f"#{f.index} {f.kind}: {_num(f.before)} -> {_num(f.after)} {unit}: "
+                        f"{f.text}", indent="  ", subsequent="      ")
     notes = sorted({a.reason for a in k.accesses if a.reason and a.space == "local"})
-    out += [f"  note: {n}" for n in notes]
+    for n in notes:
+        out += wrap(f"note: {n}", indent="  ", subsequent="    ")
     return out + [""]
 
 

@@ -176,6 +176,8 @@ def _sweep(v) -> str:
 
 def _memory(v) -> str:
     """The memory table: one row per source line, worst first (docs/memory.md)."""
+    if v.timeline_of != "PTX":
+        return '<p class="note">a cubin has no PTX: the memory analysis reads PTX</p>'
     if not v.memory:
         return '<p class="note">no global, shared or local memory access</p>'
     rows = []
