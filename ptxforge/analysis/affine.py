@@ -180,11 +180,14 @@ class AddressEvaluator:
     """Evaluates registers of one kernel to :class:`Affine` values, for one block shape.
 
     ``block`` is (x, y, z); the figures of a warp assume the threads are numbered x fastest.
+    ``params`` gives parameters a value (by name): what ``ld.param`` reads is then that
+    constant instead of a uniform symbol.
     """
 
-    def __init__(self, kernel: ir.Kernel, block: tuple) -> None:
+    def __init__(self, kernel: ir.Kernel, block: tuple, params: dict | None = None) -> None:
         self.kernel = kernel
         self.block = tuple(block)
+        self.values = dict(params or {})  # parameters given a value (``--param N=1024``)
         self.insts = kernel.instructions
         self.reach = ReachingDefinitions(kernel)
         self.defs = self.reach.defs
@@ -379,6 +382,8 @@ class AddressEvaluator:
         if inst.op.family == "ld" and space == "param" and address is not None \
                 and isinstance(address.base, ir.Symbol):
             sym = address.base.name + (f"+{address.offset}" if address.offset else "")
+            if sym in self.values:
+                return Affine.const(self.values[sym])
             if address.base.name in self.params:
                 self.term_space.setdefault(sym, "global")
             return Affine.symbol(sym)

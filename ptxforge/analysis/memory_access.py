@@ -291,10 +291,13 @@ def _too_deep(ev, inst: ir.Instruction, index: int, which: int) -> tuple | None:
                                "deep to follow"), None
 
 
-def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
+def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1),
+                   params: dict | None = None) -> MemoryReport:
     """The per-warp figures of every global, shared and local access of ``kernel`` for a block
     of ``block`` threads (an int or (x, y, z); None: the kernel's launch bounds, else 256),
-    with the checked fixes of conflicts and uncoalesced accesses.
+    with the checked fixes of conflicts and uncoalesced accesses.  ``params`` gives kernel
+    parameters a value ({name: int}: a stride such as a matrix width), which turns an address
+    whose thread stride depends on them into one with figures.
 
     Example::
 
@@ -304,7 +307,15 @@ def analyze_memory(kernel: ir.Kernel, *, block=(256, 1, 1)) -> MemoryReport:
         [4.0]
     """
     dims = kernel_block(kernel, block)
-    ev = AddressEvaluator(kernel, dims)
+    names = {p.name for p in kernel.params}
+    bad = sorted(set(params or ()) - names)
+    if bad:
+        raise PtxforgeError(f"params: {kernel.name} has no parameter {', '.join(bad)}; it has: "
+                            f"{', '.join(p.name for p in kernel.params) or 'none'}")
+    for name, value in (params or {}).items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise PtxforgeError(f"params: expected an integer value for {name}, got {value!r}")
+    ev = AddressEvaluator(kernel, dims, params)
     lanes_ev = LaneEvaluator(ev)
     accesses, forms = [], []
     for index, inst in enumerate(kernel.instructions):

@@ -18,7 +18,7 @@ the output)::
                               (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
     ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
-    ptxforge memory FILE.ptx|FILE.cu [--kernel NAME] [--block 256|32,8] [--json]
+    ptxforge memory FILE.ptx|FILE.cu [--kernel NAME] [--block 256|32,8] [--param N=V] [--json]
     ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
 
 ``--arch`` defaults to the PTX's ``.target``, ``--block`` to the kernel's ``.reqntid`` /

@@ -26,6 +26,19 @@ def block_shape(text: str) -> tuple:
     return dims
 
 
+def param_value(text: str) -> tuple:
+    """``--param``: ``NAME=INT`` (a kernel parameter's value, e.g. a matrix width)."""
+    name, sep, value = text.partition("=")
+    try:
+        number = int(value, 0)
+    except ValueError:
+        number = None
+    if not sep or not name.strip() or number is None:
+        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER such as width=1024, got "
+                                         f"{text!r}")
+    return name.strip(), number
+
+
 def add(sub) -> None:
     """Add the ``memory`` sub-command to the sub-parsers ``sub``."""
     s = sub.add_parser("memory", help="per-warp memory figures: sectors, bank conflicts",
@@ -41,6 +54,11 @@ def add(sub) -> None:
     s.add_argument("--block", default=None, type=block_shape, metavar="B",
                    help="block shape: 256, 32,8 or 32x8 (default: the kernel's "
                         ".reqntid/.maxntid, else 256)")
+    s.add_argument("--param", action="append", default=[], type=param_value,
+                   metavar="NAME=VALUE",
+                   help="a kernel parameter's value (repeatable): a thread stride that depends "
+                        "on it then has figures (the PTX's parameter names, as the address "
+                        "column prints them)")
     s.add_argument("--arch", default=None, metavar="ARCH", type=arch_type(False),
                    help="target for a .cu source (default sm_80)")
     s.add_argument("--json", action="store_true", help="machine-readable JSON output")
@@ -51,6 +69,7 @@ def run(args) -> int:
     from ptxforge.reports.memory import memory_report
 
     data, name = read_source(args.file, args)
-    res = memory_report(data, name, kernel=args.kernel, block=args.block)
+    res = memory_report(data, name, kernel=args.kernel, block=args.block,
+                        params=dict(args.param))
     emit(args, res.to_dict() if args.json else None, res.to_text)
     return EXIT_OK

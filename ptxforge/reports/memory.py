@@ -27,13 +27,14 @@ __all__ = ["ModuleMemory", "figure_text", "memory_report"]
 
 def figure_text(a: AccessFigure) -> str:
     """The access's figure in words: ``32 sectors/req``, ``32-way (32 wavefronts)``,
-    ``data-dependent``."""
+    ``data-dependent``, ``param-dependent`` (a thread stride that ``--param`` can give)."""
     if a.space == "shared" and a.ways is not None:
         n = a.wavefronts_per_request
         return f"{a.ways}-way ({_num(n)} wavefront{'' if n == 1 else 's'})"
     if a.sectors_per_request is not None:
         return f"{_num(a.sectors_per_request)} sectors/req"
-    return "data-dependent" if (a.reason or "").startswith("data-dependent") else "unknown"
+    return "data-dependent" if (a.reason or "").startswith("data-dependent") \
+        else "param-dependent"
 
 
 def _num(x: float | None) -> str:
@@ -97,10 +98,11 @@ def _kernel_text(k: MemoryReport) -> list:
 
 
 def memory_report(text: str | bytes, file: str = "<ptx>", *,
-                  kernel: str | None = None, block=None,
+                  kernel: str | None = None, block=None, params: dict | None = None,
                   strict: bool = True) -> ModuleMemory:
     """Parse PTX ``text`` and analyse the memory accesses of its entries (or of ``kernel``)
-    for ``block`` (an int or (x, y, z); None: each kernel's launch bounds, else 256).
+    for ``block`` (an int or (x, y, z); None: each kernel's launch bounds, else 256), with
+    ``params`` ({name: int}) given to each kernel that has a parameter of that name.
 
     Example: ``memory_report(ptx, "k.ptx", kernel="transpose", block=(32, 8))``.
     """
@@ -113,6 +115,16 @@ def memory_report(text: str | bytes, file: str = "<ptx>", *,
     kernels = [module.kernel(kernel)] if kernel is not None else list(module.entries)
     if not kernels:
         raise PtxforgeError(f"{file}: no .entry kernel to analyse")
-    return ModuleMemory(file=file,
-                        kernels=tuple(analyze_memory(k, block=block) for k in kernels))
+    params = dict(params or {})
+    known = {p.name for k in kernels for p in k.params}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise PtxforgeError(f"--param {', '.join(unknown)}: no kernel analysed has such a "
+                            f"parameter; they have: {', '.join(sorted(known)) or 'none'}")
+    reports = []
+    for k in kernels:
+        own = {p.name for p in k.params}
+        reports.append(analyze_memory(k, block=block,
+                                      params={n: v for n, v in params.items() if n in own}))
+    return ModuleMemory(file=file, kernels=tuple(reports))
 

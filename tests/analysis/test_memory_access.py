@@ -174,6 +174,22 @@ def test_the_octree_stack_in_local_memory_is_data_dependent():
     assert any(a.sectors_per_request == 4.0 for a in local)
 
 
+def test_a_parameter_stride_has_figures_once_given_a_value():
+    from ptxforge.dsl import kernels
+
+    k = kernels.sgemm_tiled().kernel("sgemm_tiled")
+    glob = [a for a in analyze_memory(k, block=None).accesses if a.space == "global"]
+    assert len(glob) == 3 and all(a.sectors_per_request is None and "depends on" in a.reason
+                                  for a in glob)
+    # block 16x16: a warp is two rows of 16 floats, K (N) floats apart: 2 x 64 bytes
+    glob = [a for a in analyze_memory(k, block=None, params={"K": 1024, "N": 512}).accesses
+            if a.space == "global"]
+    assert [(a.direction, a.sectors_per_request) for a in glob] == [
+        ("load", 4.0), ("load", 4.0), ("store", 4.0)]
+    with pytest.raises(Exception, match="no parameter Q"):
+        analyze_memory(k, params={"Q": 1})
+
+
 def test_block_defaults_to_the_launch_bounds():
     assert kernel_block(mk.shared_tile().kernel("tile")) == (32, 32, 1)
     assert kernel_block(mk.copy().kernel("copy")) == (256, 1, 1)

@@ -22,6 +22,7 @@ def files(tmp_path_factory):
     (d / "transpose.ptx").write_text(emit(mk.transpose_naive()))
     (d / "tile.ptx").write_text(emit(mk.shared_tile()))
     (d / "transposes.cu").write_text(mk.CUDA_TRANSPOSES)
+    (d / "runtime.cu").write_text(mk.CUDA_RUNTIME_SIZES)
     return d
 
 
@@ -66,3 +67,21 @@ def test_a_missing_file_and_an_unknown_kernel_are_exit_1(capsys, files, tmp_path
     assert code == 1 and out == "" and "nope.ptx" in err and len(err.strip().splitlines()) == 1
     code, out, err = run(capsys, "memory", files / "tile.ptx", "--kernel", "zz")
     assert code == 1 and "zz" in err and "tile" in err and "Traceback" not in err
+
+
+def test_param_gives_a_runtime_stride_its_figures(capsys, files):
+    code, out, err = run(capsys, "memory", files / "runtime.cu", "--block", "32,8", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["kernels"][0]["accesses"]
+    assert all(r["sectors_per_request"] is None and "naive_rt_param_3" in "".join(
+        r["reason"] + r["address"] for r in rows if r["direction"] == "store") for r in rows)
+    code, out, err = run(capsys, "memory", files / "runtime.cu", "--block", "32,8", "--json",
+                         "--param", "naive_rt_param_2=1024", "--param", "naive_rt_param_3=1024")
+    assert code == 0, err
+    rows = json.loads(out)["kernels"][0]["accesses"]
+    assert [(r["direction"], r["sectors_per_request"]) for r in rows] == [("store", 32.0),
+                                                                          ("load", 4.0)]
+    code, out, err = run(capsys, "memory", files / "runtime.cu", "--param", "nope=3")
+    assert code == 1 and "nope" in err and "naive_rt_param_0" in err and out == ""
+    code, out, err = run(capsys, "memory", files / "runtime.cu", "--param", "nope")
+    assert code == 2 and "NAME=INTEGER" in err

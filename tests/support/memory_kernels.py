@@ -139,6 +139,17 @@ extern "C" __global__ void __launch_bounds__(1024) tiled_padded(const float* in,
 """
 
 
+#: CUDA C++: the naive transpose with the sizes as parameters (the strides need --param).
+CUDA_RUNTIME_SIZES = r"""
+extern "C" __global__ void naive_rt(const float* in, float* out, int w, int h)
+{
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 8 + threadIdx.y;
+    out[x * h + y] = in[y * w + x];
+}
+"""
+
+
 def CUDA_LINES(marker: str) -> int:
     """The line of ``CUDA_TRANSPOSES`` that carries the comment ``marker``."""
     return next(n for n, text in enumerate(CUDA_TRANSPOSES.splitlines(), 1)
