@@ -11,7 +11,7 @@ once with a non-affine value, is left to :mod:`ptxforge.analysis.affine`'s reaso
 Example::
 
     >>> from ptxforge.ptx.parse import parse
-    >>> from ptxforge.analysis.affine import AddressEvaluator
+    >>> from ptxforge.analysis.address_eval import AddressEvaluator
     >>> k = parse('''.version 8.0
     ... .target sm_80
     ... .address_size 64
@@ -33,7 +33,8 @@ import re
 
 from ptxforge.ptx import ir
 
-from .affine import THREAD_SYMBOLS, AddressEvaluator, Affine, NotAffine
+from .address_eval import AddressEvaluator
+from .affine import THREAD_SYMBOLS, Affine, NotAffine
 from .warp_access import warps
 
 __all__ = ["LaneEvaluator"]

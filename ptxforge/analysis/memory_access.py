@@ -40,7 +40,8 @@ from ptxforge.errors import PtxforgeError, PtxTypeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.types import PtxType
 
-from .affine import AddressEvaluator, Affine, NotAffine, Value
+from .address_eval import AddressEvaluator
+from .affine import Affine, NotAffine, Value
 from .lane_values import LaneEvaluator
 from .memory_fixes import propose_fixes
 from .warp_access import (

@@ -13,7 +13,8 @@ import warnings
 import memory_kernels as mk
 import pytest
 
-from ptxforge.analysis.affine import AddressEvaluator, Affine, NotAffine
+from ptxforge.analysis.address_eval import AddressEvaluator
+from ptxforge.analysis.affine import Affine, NotAffine
 from ptxforge.analysis.memory_access import analyze_memory, kernel_block
 from ptxforge.analysis.memory_fixes import padded, swizzle_name
 from ptxforge.analysis.warp_access import global_sectors, local_sectors, shared_banks
