@@ -18,6 +18,7 @@ the output)::
                               (exit 0 every budget holds, 1 a violation or bad input, 2 usage)
     ptxforge diff OLD NEW [--all] [--markdown] [--json]   (files, folders or Triton caches)
     ptxforge advise FILE.ptx [--kernel NAME] [--spill-budget B] [--json]
+    ptxforge memory FILE.ptx|FILE.cu [--kernel NAME] [--block 256|32,8] [--param N=V] [--json]
     ptxforge tune FILE.cu -D NAME=V1,V2,... [-D ...] [--arch] [--block] [--json] [-- NVRTC flags]
     ptxforge profile FILE.ptx|FILE.cu [--kernel NAME] --grid G --block B --arg NAME=VALUE
                               --arg NAME=TYPE[N] ... [--races] [--json]   (on the interpreter)
@@ -49,6 +50,7 @@ from ptxforge.cli import (
     check,
     compare,
     diff,
+    memory,
     occupancy,
     profile,
     report,
@@ -69,12 +71,12 @@ EPILOG = ("exit status, the same in every command: 0 success; 1 an input that is
 
 #: The commands that read ``.cu`` sources (compiled with NVRTC; flags after ``--``).
 _CU_COMMANDS = ("analyze", "compare", "sweep", "sass", "check", "diff", "report", "tune",
-                "advise", "profile")
+                "advise", "profile", "memory")
 
 # The commands, in the order ``--help`` lists them: each module has ``add(sub)`` and ``run(args)``.
 _COMMANDS = {"analyze": analyze, "compare": compare, "sweep": sweep, "occupancy": occupancy,
              "sass": sass, "check": check, "diff": diff, "report": report, "advise": advise,
-             "tune": tune, "profile": profile}
+             "tune": tune, "profile": profile, "memory": memory}
 
 
 def _run(args) -> int:

@@ -276,3 +276,30 @@ def test_spills_by_source_line_add_up_to_ptxas_spill_bytes(browser, tmp_path_fac
     pg.screenshot(path=str(_screens(tmp_path_factory) / "spills-by-line.png"))
     pg.close()
     assert errors == []
+
+
+def test_memory_section_lists_the_worst_line_first_and_marks_it(browser, tmp_path_factory):
+    from memory_builders import CUDA_LINES
+
+    errors: list = []
+    pg = _open(browser, "memory", errors)
+    tables = pg.evaluate("""() => [...document.querySelectorAll('section.kernel')].map(s => ({
+        name: s.dataset.name,
+        rows: [...s.querySelectorAll('table.mem tbody tr')].map(r => ({
+            line: parseInt(r.dataset.line), space: r.dataset.space, bad: r.className === 'bad',
+            figure: r.querySelector('td.fig').textContent,
+            bg: getComputedStyle(r.querySelector('td.fig')).backgroundColor}))}))""")
+    by_name = {t["name"]: t["rows"] for t in tables}
+    naive, conflict, padded = by_name["naive"], by_name["tiled_conflict"], by_name["tiled_padded"]
+    assert naive[0]["line"] == CUDA_LINES("STORE_NAIVE") and naive[0]["bad"]
+    assert naive[0]["figure"] == "32 sectors/req" and naive[0]["bg"] == "rgb(254, 202, 202)"
+    assert conflict[0]["line"] == CUDA_LINES("TILE_LOAD")
+    assert conflict[0]["figure"].startswith("32-way") and conflict[0]["space"] == "shared"
+    assert not any(r["bad"] for r in padded)
+    assert pg.locator("text=Swizzle<5,2,5>").count() == 1
+    table = pg.locator('section.kernel[data-name="tiled_conflict"] table.mem')
+    table.scroll_into_view_if_needed()
+    table.screenshot(path=str(_screens(tmp_path_factory) / "memory-tiled_conflict.png"))
+    pg.screenshot(path=str(_screens(tmp_path_factory) / "memory-transposes.png"), full_page=True)
+    pg.close()
+    assert errors == []

@@ -27,7 +27,8 @@ def build(tmp_path_factory):
 
 _MISSING = {"analyze": ["{m}"], "sweep": ["{m}"], "sass": ["{m}"], "report": ["{m}", "-o", "{o}"],
             "compare": ["{m}", "{p}"], "diff": ["{m}", "{p}"], "check": ["{m}", "--no-spills"],
-            "profile": ["{m}", "--grid", "1", "--block", "32"]}
+            "profile": ["{m}", "--grid", "1", "--block", "32"],
+            "memory": ["{m}"]}
 
 
 @pytest.mark.parametrize("command", sorted(_MISSING))

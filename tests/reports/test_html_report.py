@@ -67,6 +67,17 @@ def test_cubin_page_uses_the_sass_timeline():
     assert "ptxas registers" in html
 
 
+def test_memory_section_rows_worst_first_and_the_cubin_note():
+    html = page_text("memory")
+    assert html.count("<h3>memory</h3>") == html.count('class="kernel"') == 3
+    sections = html.split('<section class="kernel"')[1:]
+    naive = next(s for s in sections if 'data-name="naive"' in s)
+    rows = re.findall(r'<tr class="(bad|ok)" data-space="(\w+)" data-line="(\d*)" '
+                      r'data-severity="([\d.]*)"', naive)
+    assert [r[0] for r in rows] == ["bad", "ok"] and float(rows[0][3]) == 8.0
+    assert "a cubin has no PTX" in page_text("cubin")
+
+
 def test_report_is_deterministic_across_processes():
     code = ("import sys; sys.path.insert(0, 'tests/support'); import report_pages as r; "
             "sys.stdout.write(r.page_text('dsl'))")

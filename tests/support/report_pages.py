@@ -4,8 +4,9 @@
 kernels, 608 and 1,208 PTX instructions, with -lineinfo and the SASS overlay), ``"templates"``
 (four templated kernels: the index table), ``"dsl"`` (tests/data/report_dsl.py, a DSL script),
 ``"cubin"`` (gemm compiled to a cubin with line info), ``"advise"`` (sgemm_8x8 from the .cu
-with the sweep at spill budget :data:`ADVISE_BUDGET` and the advise section) and
-``"spills"`` (sgemm_8x8 with ``.maxnreg 64`` written into its PTX: it spills).
+with the sweep at spill budget :data:`ADVISE_BUDGET` and the advise section), ``"spills"``
+(sgemm_8x8 with ``.maxnreg 64`` written into its PTX: it spills) and ``"memory"`` (the naive
+and tiled transposes of tests/support/memory_builders.py, through NVRTC: the Memory section).
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ def page_text(name: str) -> str:
         return html_report(compiled.cubin, "gemm.cubin", page=dirs)
     if name in ("advise", "spills"):
         return _gemm_cu_page(name, dirs)
+    if name == "memory":
+        from memory_builders import CUDA_TRANSPOSES
+
+        from ptxforge.frontends.cuda_source import compile_cuda
+
+        cu = _DIR / "transposes.cu"
+        cu.write_text(CUDA_TRANSPOSES)
+        ptx = compile_cuda(CUDA_TRANSPOSES, str(cu), "sm_80")
+        return html_report(ptx, "transposes.ptx", page=PageOptions(source_dirs=(str(_DIR),)))
     raise KeyError(name)
 
 

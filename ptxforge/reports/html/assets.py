@@ -49,6 +49,10 @@ td:first-child, th:first-child { text-align: left; }
 .legend span { margin-right: 14px; } .legend i { display: inline-block; width: 18px;
   height: 3px; vertical-align: middle; margin-right: 4px; }
 .src { width: 100%; border: 1px solid var(--line); }
+.mem { border: 1px solid var(--line); } .mem td { text-align: left; }
+.mem th { text-align: left; border-bottom: 2px solid var(--line); }
+.mem td.fig { white-space: nowrap; } .mem tr.bad td.fig { background: #fecaca; font-weight: 600; }
+.mem td.detail { white-space: normal; font-size: 11px; color: #374151; }
 .src td { text-align: left; padding: 0 6px; white-space: pre; vertical-align: top; }
 .src td.n, .src td.live { text-align: right; color: #374151; }
 .src td.vals { color: #7c2d12; white-space: normal; font-size: 11px; }

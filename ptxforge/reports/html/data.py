@@ -40,8 +40,9 @@ from ptxforge.ptx.emit import format_instruction
 
 from ..names import short_label
 
-__all__ = ["KernelView", "LoopSpan", "SourceLine", "SweepMark", "SweepPoint", "cubin_view",
-           "heat_classes", "kernel_view", "ptx_line_numbers", "sass_by_instruction"]
+__all__ = ["KernelView", "LoopSpan", "MemoryRow", "SourceLine", "SweepMark", "SweepPoint",
+           "cubin_view", "heat_classes", "kernel_view", "memory_rows", "ptx_line_numbers",
+           "sass_by_instruction"]
 
 #: Heat classes of the source view: 0 (coolest) to HEAT_CLASSES - 1 (the hottest line).
 HEAT_CLASSES = 5
@@ -164,6 +165,53 @@ class KernelView:
     sweep_marks: tuple = ()        # SweepMark s: the recommended rows of the sweep table
     advice: dict | None = None     # the kernel's ``ptxforge advise`` (KernelAdvice.to_dict())
     spill_lines: tuple | None = None   # SpillLine s from the SASS (None: SASS not read)
+    memory: tuple = ()             # MemoryRow per source line, worst first (PTX kernels)
+    memory_fixes: tuple = ()       # the checked fixes, as sentences
+    memory_block: tuple = ()       # the block shape the memory figures are for
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class MemoryRow:
+    """One source line of the memory table: its worst access and how many it has."""
+
+    file: str | None
+    line: int | None
+    count: int
+    space: str
+    direction: str
+    width: int
+    figure: str
+    severity: float | None
+    detail: str
+
+
+def memory_rows(kernel, block_size: int) -> tuple:
+    """(rows by source line worst first, fix sentences, block shape) of the static memory
+    analysis of ``kernel`` (an ``ir.Kernel``) for blocks of ``block_size`` threads (the
+    launch bounds' shape when they give that many threads, else ``(block_size, 1, 1)``)."""
+    import math
+
+    from ptxforge.analysis.memory_access import analyze_memory, kernel_block, severity
+    from ptxforge.reports.memory import figure_text
+
+    shape = kernel_block(kernel, None)
+    if math.prod(shape) != block_size:
+        shape = (block_size, 1, 1)
+    rep = analyze_memory(kernel, block=shape)
+    rows = tuple(MemoryRow(file=r.file, line=r.line, count=len(r.accesses), space=r.worst.space,
+                           direction=r.worst.direction, width=r.worst.width,
+                           figure=figure_text(r.worst), severity=severity(r.worst),
+                           detail=r.worst.address or r.worst.reason or "")
+                 for r in rep.by_line())
+    unit = {"padding": "ways", "swizzle": "ways", "coalesce": "sectors/request"}
+    fixes = tuple(f"line {_line_of(rep, f.index)}: {f.kind}, {f.before:g} -> {f.after:g} "
+                  f"{unit[f.kind]}: {f.text}" for f in rep.fixes)
+    return rows, fixes, rep.block
+
+
+def _line_of(rep, index: int) -> str:
+    a = next(a for a in rep.accesses if a.index == index)
+    return str(a.line) if a.line is not None else f"#{index}"
 
 
 def ptx_line_numbers(ptx: str, kernel) -> tuple:
@@ -367,6 +415,8 @@ def kernel_view(k, index: int = 0, *, sass: tuple = (), sass_peak: int | None = 
     r, s, o, c = k.pressure, k.stats, k.occupancy, k.cliffs
     source, note = _source_view(k, source_dirs)
     warps = -(-k.block_size // 32)
+    memory, fixes, shape = memory_rows(k.kernel, k.block_size) if k.kernel is not None \
+        else ((), (), ())
     return KernelView(
         name=k.name, label=short_label(display_name(k.name), 60), demangled=full_name(k.name),
         anchor=f"k{index}", is_entry=k.is_entry, arch=k.arch, block_size=k.block_size,
@@ -389,4 +439,4 @@ def kernel_view(k, index: int = 0, *, sass: tuple = (), sass_peak: int | None = 
         peak_index=r.peak.index, peak_instruction=r.peak.instruction,
         loops=_loop_spans(r), source=source, source_note=note,
         sweep=_sweep_points(sweep), recommended=tuple(recommended), notes=tuple(k.notes()),
-        **(extras or {}))
+        memory=memory, memory_fixes=fixes, memory_block=shape, **(extras or {}))

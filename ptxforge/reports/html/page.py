@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from ptxforge._text import short_path
+
 from .assets import SCRIPT, STYLE, heat_color
 from .data import HEAT_CLASSES, heat_classes
 from .svg import Frame, line_chart
@@ -288,6 +290,33 @@ def _spills(v) -> str:
             "<th>loop depth</th></tr></thead><tbody>" + rows + "</tbody></table>")
 
 
+def _memory(v) -> str:
+    """The memory table: one row per source line, worst first (docs/memory.md)."""
+    if v.timeline_of != "PTX":
+        return '<p class="note">a cubin has no PTX: the memory analysis reads PTX</p>'
+    if not v.memory:
+        return '<p class="note">no global, shared or local memory access</p>'
+    rows = []
+    for r in v.memory:
+        where = f"{escape(short_path(r.file, 24))}:{r.line}" if r.line is not None else "-"
+        bad = r.severity is not None and r.severity > 1
+        rows.append(f'<tr class="{"bad" if bad else "ok"}" data-space="{r.space}" '
+                    f'data-line="{r.line if r.line is not None else ""}" '
+                    f'data-severity="{"" if r.severity is None else round(r.severity, 3)}">'
+                    f'<td class="mono">{where}</td><td>{r.count}</td><td>{r.space}</td>'
+                    f"<td>{r.direction}</td><td>{r.width}</td>"
+                    f'<td class="fig">{escape(r.figure)}</td>'
+                    f'<td class="mono detail">{escape(r.detail)}</td></tr>')
+    bx, by, bz = v.memory_block
+    fixes = "".join(f'<p class="note">fix, {escape(f)}</p>' for f in v.memory_fixes)
+    return (f'<p class="meta">per warp request, block {bx}x{by}x{bz}: sectors per request '
+            "(global, local), bank-conflict ways and wavefronts (shared); worst line first</p>"
+            '<div class="scroll"><table class="mem"><thead><tr><th>line</th><th>accesses</th>'
+            "<th>space</th><th>direction</th><th>bytes</th><th>figure</th>"
+            "<th>address / reason</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></div>" + fixes)
+
+
 def render_kernel(v) -> str:
     """One kernel's ``<section>``."""
     kind = ".entry" if v.is_entry else ".func"
@@ -300,8 +329,8 @@ def render_kernel(v) -> str:
     notes = "".join(f'<p class="note{" effect" if n.startswith("In effect: ") else ""}">'
                     f"{escape(n)}</p>" for n in v.notes)
     return (head + _cards(v) + notes + _advice(v) + "<h3>pressure timeline</h3>" + _timeline(v)
-            + "<h3>source</h3>" + _source(v) + _spills(v) + "<h3>occupancy cliffs</h3>"
-            + _cliffs(v) + _sweep(v) + "</section>")
+            + "<h3>source</h3>" + _source(v) + _spills(v) + "<h3>memory</h3>" + _memory(v)
+            + "<h3>occupancy cliffs</h3>" + _cliffs(v) + _sweep(v) + "</section>")
 
 
 def _index(views: Sequence) -> str:
