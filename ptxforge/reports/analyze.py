@@ -315,8 +315,7 @@ class KernelAnalysis:
             "occupancy": occ,
             "gap": None if self.gap is None else [
                 {"reason": r.reason, "registers": r.registers} for r in self.gap.reasons],
-            "gap_effects": None if self.gap is None else [
-                e.to_dict() for e in self.gap.effects()],
+            "gap_effects": None if self.gap is None else [e.to_dict() for e in self.gap.effects()],
             "notes": list(self.notes()),
         }
 
@@ -441,9 +440,8 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
                     request: Optional[CompileRequest], progress=None,
                     explain: Optional[bool] = False, jobs: Optional[int] = 1,
                     early: Optional[tuple] = None) -> ModuleAnalysis:
-    """The body of :func:`analyze_module` (run with the collector paused): ptxas runs in
-    the background (:mod:`.analyze_compile`; ``early``: started before the parse, by
-    :func:`analyze_ptx`) while the kernels are analysed."""
+    """The body of :func:`analyze_module` (collector paused): ptxas runs in the background
+    (:mod:`.analyze_compile`; ``early``: started before the parse) while kernels are analysed."""
     tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
     chosen = _select(module, kernel, file)
     if explain is None:

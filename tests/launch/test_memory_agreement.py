@@ -1,0 +1,122 @@
+"""The static memory analysis (``ptxforge memory``) and the interpreter's profile agree: on every
+access where the static analysis gives a figure, the profile of a real launch of the same PTX
+with the same block shape measures the same sectors per request (global), or the same
+bank-conflict ways and wavefronts per request (shared).
+
+The kernels are the ones both halves were built on: the CUDA C++ kernels of
+tests/support/memory_kernels.py and the transposes of tests/support/memory_builders.py
+(NVRTC, -lineinfo), and the DSL builders of memory_builders.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import memory_builders as mb
+from corpus_util import compile_cu
+from memory_kernels import memory_ptx
+
+from ptxforge.analysis.memory_access import analyze_memory
+from ptxforge.launch.loader import load
+from ptxforge.launch.profile import profile_kernel
+from ptxforge.ptx.emit import emit
+from ptxforge.ptx.parse import parse
+
+N = 64          # the matrix side of the transposes with a runtime size
+F32, F64, I32 = np.float32, np.float64, np.int32
+
+
+def _arr(dtype, n: int = 8192):
+    return np.arange(n, dtype=dtype) % 97
+
+
+#: kernel -> (grid, block, argument makers, {parameter position: value the static analysis
+#: is told}); block shapes as the kernels' launch bounds or their indexing want them.
+NVRTC = {
+    "copy": (2, 128, (lambda: _arr(F32), lambda: _arr(F32)), {}),
+    "strided": (2, 128, (lambda: _arr(F32), lambda: _arr(F32)), {}),
+    "broadcast": (2, 128, (lambda: _arr(F32), lambda: _arr(F32)), {}),
+    "doubles": (2, 128, (lambda: _arr(F64), lambda: _arr(F64)), {}),
+    "transpose_naive": ((2, 2), (32, 32), (lambda: _arr(F32, N * N), lambda: _arr(F32, N * N),
+                                           lambda: N), {2: N}),
+    "transpose_tile": ((2, 2), (32, 32), (lambda: _arr(F32, N * N), lambda: _arr(F32, N * N),
+                                          lambda: N), {2: N}),
+    "transpose_padded": ((2, 2), (32, 32), (lambda: _arr(F32, N * N),
+                                            lambda: _arr(F32, N * N), lambda: N), {2: N}),
+}
+
+#: The transposes of memory_builders.CUDA_TRANSPOSES: N = 1024 is a constant there.
+TRANSPOSES = {
+    "naive": ((2, 2), (32, 8), (lambda: _arr(F32, mb.N * mb.N), lambda: _arr(F32, mb.N * mb.N)),
+              {}),
+    "tiled_conflict": ((2, 2), (32, 32), (lambda: _arr(F32, mb.N * mb.N),
+                                          lambda: _arr(F32, mb.N * mb.N)), {}),
+    "tiled_padded": ((2, 2), (32, 32), (lambda: _arr(F32, mb.N * mb.N),
+                                        lambda: _arr(F32, mb.N * mb.N)), {}),
+}
+
+DSL = {
+    "transpose_naive": (mb.transpose_naive, (2, 2), (32, 8), 2),
+    "copy": (mb.copy, 2, 128, 2),
+    "strided": (lambda: mb.strided(2), 2, 128, 2),
+    "broadcast": (mb.broadcast, 2, 128, 2),
+    "tile": (lambda: mb.shared_tile(0), (2, 2), (32, 32), 2),
+    "tile_pad": (lambda: mb.shared_tile(1), (2, 2), (32, 32), 2),
+    "octets": (mb.octets, 1, 256, 1),
+}
+
+
+def _shape(block) -> tuple:
+    dims = (block,) if isinstance(block, int) else tuple(block)
+    return tuple(dims) + (1,) * (3 - len(dims))
+
+
+def _agree(ptx: str, name: str, grid, block, args: list, params: dict) -> int:
+    """Compare every figure the static analysis gives for ``name`` with the profile; the
+    number of figures compared."""
+    kernel = next(k for k in parse(ptx).kernels if k.name == name)
+    named = {kernel.params[i].name: v for i, v in params.items()}
+    static = analyze_memory(kernel, block=_shape(block), params=named or None)
+    prof = profile_kernel(load(ptx, device="emulator")[name], *args, grid=grid, block=block)
+    rows = {r.index: r for r in prof.instructions if r.index is not None}
+    compared = 0
+    for a in static.accesses:
+        row = rows.get(a.index)
+        assert row is not None and row.opcode == a.opcode, (name, a.index, a.opcode)
+        if a.space == "global" and a.sectors_per_request is not None:
+            assert row.requests, (name, a.opcode, "not executed")
+            assert math.isclose(row.sectors_per_request, a.sectors_per_request), \
+                (name, a.index, a.opcode, a.address, row.sectors_per_request, a.sectors_per_request)
+            compared += 1
+        if a.space == "shared" and a.ways is not None:
+            assert row.requests, (name, a.opcode, "not executed")
+            assert (row.ways, row.wavefronts_per_request) == (a.ways, a.wavefronts_per_request), \
+                (name, a.index, a.opcode, a.address, row.ways, row.wavefronts_per_request, a.ways,
+                 a.wavefronts_per_request)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("name", sorted(NVRTC))
+def test_nvrtc_kernels_static_figures_equal_the_profile(name):
+    grid, block, makers, params = NVRTC[name]
+    assert _agree(memory_ptx(), name, grid, block, [m() for m in makers], params) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSES))
+def test_transposes_static_figures_equal_the_profile(name):
+    ptx = compile_cu(mb.CUDA_TRANSPOSES, "memory_builders_transposes", "sm_80", lineinfo=True)
+    grid, block, makers, params = TRANSPOSES[name]
+    assert _agree(ptx, name, grid, block, [m() for m in makers], params) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(DSL))
+def test_dsl_kernels_static_figures_equal_the_profile(name):
+    build, grid, block, n_arrays = DSL[name]
+    module = build()
+    ptx = emit(module)
+    size = 1024 * 1024 if name.startswith(("transpose", "tile")) else 8192
+    args = [_arr(F32, size) for _ in range(n_arrays)]
+    assert _agree(ptx, module.kernels[0].name, grid, block, args, {}) >= 1
