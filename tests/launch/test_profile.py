@@ -179,12 +179,13 @@ def test_profile_and_races_in_one_run_and_refusals(mod):
     assert (row["sectors_per_request"], row["line"]) == (4.0, line_of("copy"))
 
 
-def test_memory_figures_equal_nsight_compute_on_an_h100():
-    """bench/ncu_memory.py's launches of these kernels, measured by Nsight Compute 2025.3.1 on
-    an H100 (sm_90, nvcc 13.0; tests/launch/data/ncu_memory_h100.csv, 2026-11-27), against
-    the interpreter's profile of the same launches: every global request and sector count and
-    every shared wavefront and bank-conflict count is equal.  (Branch efficiency is not
-    compared: the SASS has other branches than the PTX.)"""
+@pytest.mark.parametrize("gpu_file", ["ncu_memory_h100.csv", "ncu_memory_h200.csv"])
+def test_memory_figures_equal_nsight_compute_on_hopper_gpus(gpu_file):
+    """bench/ncu_memory.py's launches of these kernels, measured by Nsight Compute on an H100
+    and an H200 (sm_90, nvcc 13.0, bench/ncu_memory.sh; tests/launch/data/, 2026-11-27),
+    against the interpreter's profile of the same launches: every global request and sector
+    count and every shared wavefront and bank-conflict count is equal.  (Branch efficiency is
+    not compared: the SASS has other branches than the PTX.)"""
     import sys
     from pathlib import Path
 
@@ -194,7 +195,7 @@ def test_memory_figures_equal_nsight_compute_on_an_h100():
         import ncu_memory
     finally:
         sys.path.remove(str(root / "bench"))
-    gpu = ncu_memory.read_ncu(str(Path(__file__).parent / "data" / "ncu_memory_h100.csv"))
+    gpu = ncu_memory.read_ncu(str(Path(__file__).parent / "data" / gpu_file))
     emu = ncu_memory.interpreter()
     assert sorted(gpu) == sorted(emu)
     compared = 0
