@@ -198,18 +198,22 @@ class AsyncCopyOps(MemoryOps):
                              f"{count!r}{_where(loc)}")
         self._emit(f"setmaxnreg.{'inc' if inc else 'dec'}.sync.aligned.u32",
                    (ir.Immediate(count, T.u32),), 0, loc, op="setmaxnreg")
-        if not inc:
-            self.__dict__.setdefault("_setmaxnreg_decs", []).append((count, loc))
+        self.__dict__.setdefault("_setmaxnreg", []).append((count, inc, loc))
 
     def build_kernel(self) -> ir.Kernel:
         """As :meth:`_Core.build_kernel`, after checking each ``setmaxnreg.dec`` against the
-        register count the kernel's directives give it at entry (ptxas rejects one above)."""
-        ceiling = entry_register_ceiling(self._directives, self.target)
-        for count, loc in self.__dict__.get("_setmaxnreg_decs", ()):
-            if ceiling is not None and count > ceiling:
+        largest register count ptxas sees in the kernel (it rejects one above, C7406): the
+        largest ``setmaxnreg.inc`` count when there is one, else the count the directives give
+        the kernel at entry (measured with ptxas 13.5; order in the code does not matter)."""
+        calls = self.__dict__.get("_setmaxnreg", ())
+        incs = [count for count, inc, _ in calls if inc]
+        ceiling = max(incs) if incs else entry_register_ceiling(self._directives, self.target)
+        why = ("its largest setmaxnreg.inc count" if incs else
+               f"what {self.name} has at entry (from {_directive_text(self._directives)})")
+        for count, inc, loc in calls:
+            if not inc and ceiling is not None and count > ceiling:
                 raise BuildError(
                     f"setmaxnreg(count={count}, inc=False): lowers the register budget to more "
-                    f"than {self.name} has at entry, {ceiling} (from "
-                    f"{_directive_text(self._directives)}); ptxas rejects it (C7406): use a "
-                    f"count of at most {ceiling}{_where(loc)}")
+                    f"than {why}, {ceiling}; ptxas rejects it (C7406): use a count of at most "
+                    f"{ceiling}{_where(loc)}")
         return super().build_kernel()

@@ -120,9 +120,12 @@ def _wgmma(n: int, atype: str) -> Entry:
 
 
 def _setmaxnreg(ctx, p, guard):
-    inc, count = bool(p[1] % 2), 24 + 8 * (p[0] % 29)
+    # ptxas refuses a .dec above the kernel's largest .inc count (else its entry budget):
+    # raises go to 64 .. 256 and lowerings to 24 .. 64, within the entry budget
+    inc = bool(p[1] % 2)
+    count = 64 + 8 * (p[0] % 25) if inc else 24 + 8 * (p[0] % 6)
     ceiling = entry_register_ceiling(ctx.kb._directives, ctx.kb.target)
-    if not inc and ceiling is not None:     # ptxas refuses a .dec above the entry budget
+    if not inc and ceiling is not None:
         count = min(count, ceiling // 8 * 8)
     ctx.kb.setmaxnreg(count, inc=inc)
 

@@ -262,7 +262,7 @@ def test_setmaxnreg_count_is_checked(count):
         kb.setmaxnreg(count)
 
 
-@pytest.mark.parametrize(("directives", "count", "ceiling"), [
+_DEC = [  # (directives, a lone setmaxnreg.dec count, the ceiling ptxas holds it to or None)
     ({"maxnreg": (64,)}, 72, 64), ({"maxnreg": (64,)}, 64, None),
     ({"maxnreg": (100,)}, 104, 100), ({"maxnreg": (100,)}, 96, None),
     ({"maxntid": (1024,)}, 72, 64), ({"reqntid": (32, 32)}, 72, 64),
@@ -272,24 +272,42 @@ def test_setmaxnreg_count_is_checked(count):
     ({"maxntid": (256,), "minnctapersm": (2,)}, 128, None),
     ({"maxntid": (512,), "minnctapersm": (3,)}, 48, 40),
     ({"maxntid": (96,), "minnctapersm": (8,)}, 88, 80),
-    ({"maxnreg": (100,), "maxntid": (384,), "minnctapersm": (2,)}, 88, 80), ({}, 248, None)])
-def test_setmaxnreg_dec_above_the_entry_budget_is_refused_like_ptxas(directives, count, ceiling):
-    """A ``setmaxnreg.dec`` to more registers than the directives give the kernel at entry:
-    the builder refuses it, naming the ceiling, exactly where ptxas refuses it (C7406)."""
+    ({"maxnreg": (100,), "maxntid": (384,), "minnctapersm": (2,)}, 88, 80), ({}, 248, None)]
+_WITH_INC = [  # (directives, (count, inc) calls in order, the ceiling or None)
+    ({}, ((24, True), (32, False)), 24), ({}, ((32, False), (24, True)), 24),
+    ({}, ((48, True), (32, False)), None), ({}, ((24, True), (40, True), (32, False)), None),
+    ({"maxnreg": (64,)}, ((128, True), (96, False)), None),
+    ({"maxnreg": (64,)}, ((96, False), (128, True)), None),
+    ({"maxnreg": (64,)}, ((32, True), (48, False)), 32),
+    ({"maxnreg": (128,)}, ((32, True), (48, True), (56, False)), 48),
+    ({"maxntid": (1024,)}, ((40, True), (56, False)), 40)]
+_CASES = [(d, ((c, False),), cap) for d, c, cap in _DEC] + _WITH_INC
+
+
+@pytest.mark.parametrize(("directives", "calls", "ceiling"), _CASES)
+def test_setmaxnreg_dec_above_the_largest_count_is_refused_like_ptxas(directives, calls, ceiling):
+    """A ``setmaxnreg.dec`` to more registers than the kernel's largest ``setmaxnreg.inc``
+    count (without one: than its directives give it at entry): the builder refuses it, naming
+    the ceiling, exactly where ptxas refuses it (C7406), and builds what ptxas accepts."""
     kb = KernelBuilder("k", target="sm_90a")
     for name, values in directives.items():
         getattr(kb, name)(*values)
-    kb.setmaxnreg(count, inc=False)
-    kb.setmaxnreg(count, inc=True)          # raising the budget is never refused
+    for count, inc in calls:
+        kb.setmaxnreg(count, inc=inc)
+    text = "\n".join(f".{name} {', '.join(map(str, values))}" for name, values in directives.items())
+    body = "".join(f"\tsetmaxnreg.{'inc' if inc else 'dec'}.sync.aligned.u32 {count};\n"
+                   for count, inc in calls)
+    ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n"
+           f"{text}\n{{\n{body}\tret;\n}}\n")
     if ceiling is None:
         ptxas_stats(kb.ptx(), "sm_90a")
+        ptxas_stats(ptx, "sm_90a")
         return
-    with pytest.raises(BuildError, match=rf"more than k has at entry, {ceiling} .*at most "
-                                         rf"{ceiling}.*test_tensor_ops.py"):
+    what = "its largest setmaxnreg.inc count" if any(inc for _, inc in calls) else \
+        r"what k has at entry \(from \..*\)"
+    with pytest.raises(BuildError, match=rf"more than {what}, {ceiling}; .*at most {ceiling}"
+                                         rf".*test_tensor_ops.py"):
         kb.ptx()
-    text = "\n".join(f".{name} {', '.join(map(str, values))}" for name, values in directives.items())
-    ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n"
-           f"{text}\n{{\n\tsetmaxnreg.dec.sync.aligned.u32 {count};\n\tret;\n}}\n")
     assert "C7406" in ptxas_refuses(ptx, "sm_90a")
 
 
