@@ -91,7 +91,6 @@ if TYPE_CHECKING:  # the compile machinery is imported when something is compile
     from .gap import Gap
 from ptxforge.ptx.names import match_kernels
 
-from .analyze_compile import start_early
 from .estimate import Comparison, Estimate, compare_with_ptxas
 from .peak import peak_groups
 from .resources import (
@@ -543,9 +542,8 @@ def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spe
         prediction=prediction, sass=ctx.gaps if ctx is not None and k.is_entry else None)
 
 
-def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str,
-                     spec: LaunchSpec, notes: tuple, out: list,
-                     compiled=None) -> ModuleAnalysis:
+def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str, spec: LaunchSpec,
+                     notes: tuple, out: list, compiled=None) -> ModuleAnalysis:
     notes += tuple(f"lenient parse: {w}" for w in module.warnings)  # what strict would refuse
     tool = backend = version = mode = None
     if compiled is not None:
@@ -592,8 +590,10 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
     spec, run = launch_spec(spec), run or RunOptions()
-    early = start_early(text, spec.target, request, run.explain) if compile and kernel is None \
-        else None   # a small file compiles while it is parsed and analysed
+    early = None
+    if compile and kernel is None:   # a small file compiles while it is parsed and analysed
+        from .analyze_compile import start_early
+        early = start_early(text, spec.target, request, run.explain)
     with gc_paused():
         module = parse(text, file, strict=strict)
         return _analyze_module(module, spec, compile, kernel, text, file, request, run.progress,
