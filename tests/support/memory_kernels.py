@@ -12,7 +12,7 @@ import functools
 
 from corpus_util import compile_cu
 
-__all__ = ["NAME", "SOURCE", "line_of", "memory_ptx"]
+__all__ = ["NAME", "SOURCE", "WARP_UNIFORM", "line_of", "memory_ptx", "warp_uniform_ptx"]
 
 NAME = "memory_kernels"
 
@@ -137,6 +137,43 @@ extern "C" __global__ void histogram(const int *in, int *bins, float *total) {
     atomicAdd(total, 1.0f);
 }
 """
+
+
+#: Loops whose writes of the index differ by a branch that every thread of a warp takes the
+#: same way (the static analysis's warp-uniform branches: tests/launch/test_memory_agreement.py,
+#: tests/analysis/test_memory_warp_uniform.py).  NVRTC peels each loop by its trip count.
+WARP_UNIFORM = r"""
+// trip count set by threadIdx.y only: with 32 threads along x, one per warp
+extern "C" __global__ void rows_by_y(const float *in, float *out) {
+    float acc = 0.0f;
+    for (int j = 0; j <= threadIdx.y; ++j)
+        acc += in[j * 32 + threadIdx.x];
+    out[threadIdx.y * 32 + threadIdx.x] = acc;
+}
+
+// a stride of 96 over a constant 1024 elements: NVRTC peels it by the thread's trip count
+extern "C" __global__ void block_stride(const float *in, float *out) {
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < 1024; i += 96)
+        acc += in[i];
+    out[threadIdx.x] = acc;
+}
+
+// a warp per row, its lanes striding the row by 32: the trip count is known once cols is
+extern "C" __global__ void warp_rows(const float *x, float *y, int cols) {
+    int row = threadIdx.x / 32, lane = threadIdx.x & 31;
+    float s = 0.0f;
+    for (int c = lane; c < cols; c += 32)
+        s += x[row * cols + c];
+    y[row * 32 + lane] = s;
+}
+"""
+
+
+@functools.cache
+def warp_uniform_ptx(arch: str = "sm_80") -> str:
+    """The PTX of :data:`WARP_UNIFORM` (``-lineinfo``)."""
+    return compile_cu(WARP_UNIFORM, "memory_warp_uniform", arch, lineinfo=True)
 
 
 @functools.cache
