@@ -12,7 +12,8 @@ import functools
 
 from corpus_util import compile_cu
 
-__all__ = ["NAME", "SOURCE", "WARP_UNIFORM", "line_of", "memory_ptx", "warp_uniform_ptx"]
+__all__ = ["NAME", "SOURCE", "SYNCWARP", "WARP_UNIFORM", "line_of", "memory_ptx",
+           "syncwarp_ptx", "warp_uniform_ptx"]
 
 NAME = "memory_kernels"
 
@@ -176,15 +177,68 @@ def warp_uniform_ptx(arch: str = "sm_80") -> str:
     return compile_cu(WARP_UNIFORM, "memory_warp_uniform", arch, lineinfo=True)
 
 
+#: Warp-synchronous reductions through shared memory with ``__syncwarp`` only (the race check,
+#: tests/launch/test_races_syncwarp.py): inside one warp they are ordered, across two warps not.
+SYNCWARP = r"""
+// each warp sums its own 32 values: the lanes only read slots of their own warp
+extern "C" __global__ void warp_sum(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, lane = t % 32;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    __syncwarp();
+    for (int o = 16; o > 0; o >>= 1) {
+        float v = lane < o ? s[t + o] : 0.0f;
+        __syncwarp();
+        s[t] += v;
+        __syncwarp();
+    }
+    if (lane == 0) out[blockIdx.x * (blockDim.x / 32) + t / 32] = s[t];
+}
+
+// the same without __syncwarp: the lanes of one warp race
+extern "C" __global__ void warp_sum_unsynced(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, lane = t % 32;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    for (int o = 16; o > 0; o >>= 1) {
+        float v = lane < o ? s[t + o] : 0.0f;
+        s[t] += v;
+    }
+    if (lane == 0) out[blockIdx.x * (blockDim.x / 32) + t / 32] = s[t];
+}
+
+// a block of 64 summed with __syncwarp only: warp 0 reads what warp 1 wrote
+extern "C" __global__ void block_sum_syncwarp(const float *in, float *out) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = in[blockIdx.x * 64 + t];                  // @sw_store
+    __syncwarp();
+    for (int o = 32; o > 0; o >>= 1) {
+        float v = t < o ? s[t + o] : 0.0f;           // @sw_load
+        __syncwarp();
+        s[t] += v;
+        __syncwarp();
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}
+"""
+
+
+@functools.cache
+def syncwarp_ptx(arch: str = "sm_80") -> str:
+    """The PTX of :data:`SYNCWARP` (``-lineinfo``)."""
+    return compile_cu(SYNCWARP, "memory_syncwarp", arch, lineinfo=True)
+
+
 @functools.cache
 def memory_ptx(arch: str = "sm_80") -> str:
     """The PTX of :data:`SOURCE` (``-lineinfo``)."""
     return compile_cu(SOURCE, NAME, arch, lineinfo=True)
 
 
-def line_of(marker: str) -> int:
-    """The 1-based line of ``SOURCE`` holding ``// @marker``."""
-    hits = [k + 1 for k, text in enumerate(SOURCE.splitlines())
+def line_of(marker: str, source: str = SOURCE) -> int:
+    """The 1-based line of ``source`` (:data:`SOURCE`) holding ``// @marker``."""
+    hits = [k + 1 for k, text in enumerate(source.splitlines())
             if text.rstrip().endswith(f"// @{marker}")]
     assert len(hits) == 1, marker
     return hits[0]
