@@ -253,6 +253,10 @@ class AddressEvaluator:
             return self._loaded(inst, index)
         if inst.ndefs != 1 or not isinstance(ops[0], ir.Register):
             return NotAffine(reason=f"{reg.name} is written by {inst.opcode}{where}")
+        if fam == "selp" and len(ops) == 4 and is_int(inst):
+            got = self._select(index, inst, reg)
+            if got is not None:
+                return got
         srcs = [self.operand_value(o, index) for o in ops[1:]]
         handler = HANDLERS.get(fam)
         if handler is not None and (fam in ("mov", "cvta") or is_int(inst)):
@@ -260,6 +264,21 @@ class AddressEvaluator:
             if got is not None:
                 return got
         return self._uniform_or(inst, reg, srcs, where)
+
+    def _select(self, index: int, inst: ir.Instruction, reg: ir.Register) -> Value | None:
+        """``selp d, a, b, p`` with ``p`` the same in every thread of a warp and a, b of the
+        same thread part: that part plus a uniform term (and the constant both share); None
+        when it is not such a select."""
+        a, b = (self.operand_value(o, index) for o in inst.operands[1:3])
+        pred = inst.operands[3]
+        if isinstance(a, NotAffine) or isinstance(b, NotAffine) or a.uniform and b.uniform \
+                or a.thread_part() != b.thread_part() or not isinstance(pred, ir.Register) \
+                or not self._uniform_predicate(pred.name, index):
+            return None
+        if a == b:
+            return a
+        first = a.offset() if a.offset() == b.offset() else 0
+        return Affine.of(a.thread_part()) + Affine.symbol(reg.name) + Affine.const(first)
 
     def _uniform_or(self, inst, reg, srcs, where) -> Value:
         """A fresh uniform term when every source is uniform, else NotAffine."""

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import operator
 import re
+from typing import TYPE_CHECKING
 
 from ptxforge.ptx import ir
 
-from .address_eval import AddressEvaluator
 from .affine import THREAD_SYMBOLS, Affine, NotAffine
 from .warp_access import warps
+
+if TYPE_CHECKING:  # the evaluator asks this module back for warp-uniform predicates
+    from .address_eval import AddressEvaluator
 
 __all__ = ["LaneEvaluator", "warp_uniform_predicate"]
 

@@ -141,7 +141,7 @@ extern "C" __global__ void histogram(const int *in, int *bins, float *total) {
 
 
 #: Loops whose writes of the index differ by a branch that every thread of a warp takes the
-#: same way (the static analysis's warp-uniform branches: tests/launch/test_memory_agreement.py,
+#: same way, and ``selp`` of two indices by a predicate the same in a warp (or not: pick_odd) (the static analysis's warp-uniform branches: tests/launch/test_memory_agreement.py,
 #: tests/analysis/test_memory_warp_uniform.py).  NVRTC peels each loop by its trip count.
 WARP_UNIFORM = r"""
 // trip count set by threadIdx.y only: with 32 threads along x, one per warp
@@ -167,6 +167,27 @@ extern "C" __global__ void warp_rows(const float *x, float *y, int cols) {
     for (int c = lane; c < cols; c += 32)
         s += x[row * cols + c];
     y[row * 32 + lane] = s;
+}
+
+// selp of two indices with the same thread stride, by a parameter: the same in every thread
+extern "C" __global__ void pick_half(const float *in, float *out, int flip) {
+    int t = threadIdx.x;
+    int i = flip ? t + 256 : t;
+    out[t] = in[i];
+}
+
+// the same by threadIdx.y, one value per warp with 32 threads along x
+extern "C" __global__ void pick_by_y(const float *in, float *out) {
+    int t = threadIdx.x, y = threadIdx.y;
+    long i = (y & 1) ? (long)(t + 512) : (long)t;
+    out[y * 32 + t] = in[i] + in[i + 64];
+}
+
+// the same by the thread's parity: the lanes of a warp pick differently
+extern "C" __global__ void pick_odd(const float *in, float *out) {
+    int t = threadIdx.x;
+    int i = (t & 1) ? t + 256 : t;
+    out[t] = in[i];
 }
 """
 
