@@ -210,8 +210,8 @@ class _ExactLanes(LaneEvaluator):
 def warp_uniform_predicate(ev: AddressEvaluator, index: int) -> bool:
     """True when the integer ``setp`` at ``index`` gives one answer in each warp of the block,
     its operands computed exactly for every thread (from thread indices, constants and
-    parameters given a value only): a peeled loop's remainder test ``((N - 1 - tid.x) >> 5) & 3``
-    with N known.
+    parameters given a value only): a peeled loop's remainder test
+    ``(((N - 1 - tid.x) >> 5) + 1) & 3`` with N known.
 
     Example: for ``setp.lt.u32 %p1, %r1, 64`` with ``%r1 = tid.x`` and a block of 128, True."""
     inst = ev.insts[index]
