@@ -46,7 +46,7 @@ from __future__ import annotations
 from ptxforge.ptx import ir
 from ptxforge.ptx.opcodes import WarpCollective
 
-from .affine import Affine, NotAffine, Value
+from .affine import THREAD_SYMBOLS, Affine, NotAffine, Value
 from .affine_ops import AXES, HANDLERS, is_int
 from .affine_ops import where as line_of
 from .divergence import ControlDependence
@@ -81,6 +81,7 @@ class AddressEvaluator:
         self._visiting: dict[tuple, int] = {}   # single definitions under way: hypotheses then
         self._control: ControlDependence | None = None  # built on first need
         self._preds: dict[tuple, bool] = {}   # predicate register: the same in every thread
+        self.exact_lanes: object = None  # lane_values' exact per-thread evaluator, on first need
 
     # -- public --------------------------------------------------------------------------
     def operand_value(self, operand, at: int | None = None) -> Value:
@@ -167,7 +168,11 @@ class AddressEvaluator:
             parts = {tuple(sorted(v.thread_part().items())) for v in values
                      if isinstance(v, Affine)}
             if parts == {tuple(sorted(thread.thread_part().items()))}:
-                return thread + carried
+                # the first iteration's constant, when every entry into the loop agrees on it
+                firsts = {v.offset() for v in values
+                          if isinstance(v, Affine) and (name,) not in v.as_dict()}
+                first = firsts.pop() if len(firsts) == 1 else 0
+                return thread + carried + Affine.const(first)
             self._memo = saved
             inits = {tuple(sorted(v.thread_part().items())) for v in values
                      if isinstance(v, Affine) and (name,) not in v.as_dict()}
@@ -220,9 +225,23 @@ class AddressEvaluator:
                         ok = ok and self._uniform_predicate(operand.operand.name, defs[0])
                     else:
                         v = self.operand_value(operand, defs[0])
-                        ok = ok and isinstance(v, Affine) and v.uniform
+                        ok = ok and self.warp_constant(v)
+            if not ok and inst.op.family == "setp":
+                from .lane_values import warp_uniform_predicate  # it imports this module
+                ok = warp_uniform_predicate(self, defs[0])
         self._preds[(name, defs)] = ok
         return ok
+
+    def warp_constant(self, value: Value) -> bool:
+        """True when ``value`` is the same in every thread of each warp of the block: affine,
+        with no thread index that varies inside a warp (``tid.y`` varies only across warps
+        when the block's x is a multiple of 32, ``tid.z`` when x*y is)."""
+        if not isinstance(value, Affine):
+            return False
+        bx, by, _ = self.block
+        constant = {"tid.y": bx % 32 == 0, "tid.z": (bx * by) % 32 == 0}
+        return all(constant.get(s, False) for m, _ in value.thread_part().items() for s in m
+                   if s in THREAD_SYMBOLS)
 
     def _define(self, index: int, reg: ir.Register) -> Value:
         """The value ``self.insts[index]`` writes to ``reg``."""
@@ -234,6 +253,10 @@ class AddressEvaluator:
             return self._loaded(inst, index)
         if inst.ndefs != 1 or not isinstance(ops[0], ir.Register):
             return NotAffine(reason=f"{reg.name} is written by {inst.opcode}{where}")
+        if fam == "selp" and len(ops) == 4 and is_int(inst):
+            got = self._select(index, inst, reg)
+            if got is not None:
+                return got
         srcs = [self.operand_value(o, index) for o in ops[1:]]
         handler = HANDLERS.get(fam)
         if handler is not None and (fam in ("mov", "cvta") or is_int(inst)):
@@ -241,6 +264,21 @@ class AddressEvaluator:
             if got is not None:
                 return got
         return self._uniform_or(inst, reg, srcs, where)
+
+    def _select(self, index: int, inst: ir.Instruction, reg: ir.Register) -> Value | None:
+        """``selp d, a, b, p`` with ``p`` the same in every thread of a warp and a, b of the
+        same thread part: that part plus a uniform term (and the constant both share); None
+        when it is not such a select."""
+        a, b = (self.operand_value(o, index) for o in inst.operands[1:3])
+        pred = inst.operands[3]
+        if isinstance(a, NotAffine) or isinstance(b, NotAffine) or a.uniform and b.uniform \
+                or a.thread_part() != b.thread_part() or not isinstance(pred, ir.Register) \
+                or not self._uniform_predicate(pred.name, index):
+            return None
+        if a == b:
+            return a
+        first = a.offset() if a.offset() == b.offset() else 0
+        return Affine.of(a.thread_part()) + Affine.symbol(reg.name) + Affine.const(first)
 
     def _uniform_or(self, inst, reg, srcs, where) -> Value:
         """A fresh uniform term when every source is uniform, else NotAffine."""

@@ -29,15 +29,19 @@ Example::
 
 from __future__ import annotations
 
+import operator
 import re
+from typing import TYPE_CHECKING
 
 from ptxforge.ptx import ir
 
-from .address_eval import AddressEvaluator
 from .affine import THREAD_SYMBOLS, Affine, NotAffine
 from .warp_access import warps
 
-__all__ = ["LaneEvaluator"]
+if TYPE_CHECKING:  # the evaluator asks this module back for warp-uniform predicates
+    from .address_eval import AddressEvaluator
+
+__all__ = ["LaneEvaluator", "warp_uniform_predicate"]
 
 _TYPE = re.compile(r"^([bsu])(8|16|32|64)$")
 
@@ -166,3 +170,66 @@ class LaneEvaluator:
             return None
         out = [fn(*args) for args in zip(*srcs)]
         return None if any(v is None for v in out) else out
+
+
+#: ``setp`` comparisons on integers (the unsigned ones read their operands unsigned).
+_CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+        "gt": operator.gt, "ge": operator.ge, "lo": operator.lt, "ls": operator.le,
+        "hi": operator.gt, "hs": operator.ge}
+
+
+class _ExactLanes(LaneEvaluator):
+    """Per-thread values that hold in every block and every iteration: a value with a uniform
+    symbol (block index, a parameter not given a value, a loop-carried term) is refused."""
+
+    def register(self, reg: ir.Register, at: int | None = None):
+        """Each thread's value of ``reg`` at ``at``: from its affine form when that names
+        thread indices only, else by running its one write per thread, else NotAffine."""
+        defs = self.ev.reach.reaching(at, reg.name)
+        key = (reg.name, defs)
+        got = self._memo.get(key)
+        if got is None:
+            value = self.ev.register_value(reg, at)
+            why = NotAffine(reason=f"{reg.name} is not known before launch")
+            if isinstance(value, Affine) and value.symbols() <= set(THREAD_SYMBOLS):
+                got = self._from_affine(value)
+            elif len(defs) == 1:
+                self._memo[key] = NotAffine(reason=f"{reg.name} depends on itself")
+                got = self._define(defs[0], why)
+            else:
+                got = why
+            self._memo[key] = got
+        return got
+
+    def _from_affine(self, value: Affine):
+        if not value.symbols() <= set(THREAD_SYMBOLS):
+            return NotAffine(reason="a uniform value not known before launch")
+        return super()._from_affine(value)
+
+
+def warp_uniform_predicate(ev: AddressEvaluator, index: int) -> bool:
+    """True when the integer ``setp`` at ``index`` gives one answer in each warp of the block,
+    its operands computed exactly for every thread (from thread indices, constants and
+    parameters given a value only): a peeled loop's remainder test
+    ``(((N - 1 - tid.x) >> 5) + 1) & 3`` with N known.
+
+    Example: for ``setp.lt.u32 %p1, %r1, 64`` with ``%r1 = tid.x`` and a block of 128, True."""
+    inst = ev.insts[index]
+    kind = _TYPE.match(inst.op.types[-1]) if inst.op.types else None
+    cmp = _CMP.get(inst.op.parts[0]) if inst.op.parts else None
+    if kind is None or cmp is None or inst.ndefs != 1 or len(inst.operands) != 3 \
+            or inst.guard is not None:
+        return False
+    if ev.exact_lanes is None:
+        ev.exact_lanes = _ExactLanes(ev)
+    lanes = ev.exact_lanes
+    assert isinstance(lanes, _ExactLanes)
+    bits, signed = int(kind.group(2)), kind.group(1) == "s"
+    sides = []
+    for operand in inst.operands[1:]:
+        vals = lanes.operand(operand, index)
+        if isinstance(vals, NotAffine):
+            return False
+        sides.append([_wrap(v, bits, signed) for v in vals])
+    answers = [cmp(a, b) for a, b in zip(*sides)]
+    return all(len(set(w)) == 1 for w in lanes.per_warp(answers))

@@ -24,8 +24,18 @@ race in the memory model, but a benign one in practice).  ``mbarrier`` operation
 synchronise and are not accesses here.  The order is the interpreter's (one
 legal schedule): a pair that races is reported whichever order the GPU would pick, under
 the kind this run saw.  Each pair of instructions is reported once, with the first address
-and threads seen.  Not modelled: warp-level synchronisation (``bar.warp.sync``,
-``__syncwarp``) orders nothing here, and memory fences without a barrier order nothing.
+and threads seen.
+
+A ``bar.warp.sync`` (``__syncwarp``) orders the accesses of the threads of one warp that
+meet at it: each thread keeps a clock per lane of its warp (a vector clock), which ticks for
+its own lane at the sync and joins the clocks of the warp's other threads that run the same
+sync; an earlier access by a thread of the same warp is ordered before the current one when
+the current thread has seen a later tick of that thread's lane.  The threads that meet are
+the ones the interpreter runs together at the sync (the mask operand is not read).  A warp
+sync orders nothing between two warps: a reduction across two warps with ``__syncwarp`` only
+still races.  Not modelled: memory fences (``membar``, ``fence``, ``__threadfence``) without
+a barrier order nothing, and the implicit synchronisation of ``shfl.sync``/``vote.sync``
+orders no memory access.
 
 Example::
 
@@ -51,8 +61,11 @@ _STRONG = frozenset({"volatile", "relaxed", "acquire", "release"})
 #: At most this many distinct instruction pairs are reported per launch.
 MAX_RACES = 100
 
-_FIELDS = ("w_tid", "w_pc", "w_blk", "w_ep", "w_at", "r1_tid", "r1_pc", "r1_blk", "r1_ep",
-           "r2_tid", "r2_pc", "r2_blk", "r2_ep")
+_FIELDS = ("w_tid", "w_pc", "w_blk", "w_ep", "w_wc", "w_at", "r1_tid", "r1_pc", "r1_blk",
+           "r1_ep", "r1_wc", "r2_tid", "r2_pc", "r2_blk", "r2_ep", "r2_wc")
+
+#: Threads per warp (lanes of a ``bar.warp.sync`` clock).
+_WARP = 32
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -166,12 +179,29 @@ class RaceDetector(Observer):
         self._epoch = np.zeros(len(blocks), np.int32)
         self._cooperative = m._env is not None
         self._grid_epoch = 0
+        # bar.warp.sync clocks: thread i's view of each lane of its warp (vector clocks)
+        self._lane = (m._lin % _WARP).astype(np.int64)
+        self._warp = (m.slot.astype(np.int64) * 64 + m._lin // _WARP)
+        self._wc = np.zeros((m.n, _WARP), np.int32)
         self._shadows["shared"].reset()
 
     def step(self, m, pc, idx, take, kind) -> None:
         if m is not self._m:
             self._start(m)
         self._pc = pc
+        site = self._sites[pc]
+        if site.family == "bar" and "warp" in site.opcode.split(".") and len(take):
+            self._warp_sync(np.asarray(take))
+
+    def _warp_sync(self, take) -> None:
+        """``bar.warp.sync`` run by ``take`` (wave thread numbers): the threads of each warp
+        that meet here see each other's earlier accesses (each clock ticks, then they join)."""
+        order = np.argsort(self._warp[take], kind="stable")
+        group, warp = take[order], self._warp[take][order]
+        self._wc[group, self._lane[group]] += 1
+        starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
+        joined = np.maximum.reduceat(self._wc[group], starts, axis=0)
+        self._wc[group] = np.repeat(joined, np.diff(np.r_[starts, len(group)]), axis=0)
 
     def release(self, m, slots) -> None:
         self._epoch[slots] += 1
@@ -206,44 +236,47 @@ class RaceDetector(Observer):
         sh.ensure(int(b.max()) + 1)
         slot = m.slot[threads]
         t, ep = np.repeat(self._tid[threads], nbytes), np.repeat(self._epoch[slot], nbytes)
+        thr = np.repeat(threads.astype(np.int64), nbytes)  # wave thread numbers, per byte
         blk = np.repeat(slot if space == "shared" else self._blk_lin[slot],
                         nbytes).astype(np.int32)
         where = (addr.astype(np.int64)[:, None] + k).ravel()
         a = sh.a
         if strong and not atomic and data is None:   # ld.volatile, ld.acquire, ...
-            self._check(space, sh, "w", "RAW", b, t, blk, ep, where, None, plain=True)
+            self._check(space, sh, "w", "RAW", b, t, blk, ep, thr, where, None, plain=True)
             return
         if strong:  # a read and a write that races only with plain accesses
-            self._check(space, sh, "w", "WAW", b, t, blk, ep, where, None, plain=True)
-            self._check(space, sh, "r1", "WAR", b, t, blk, ep, where, None)
-            self._check(space, sh, "r2", "WAR", b, t, blk, ep, where, None)
-            self._put(sh, "w", b, t, blk, ep)
+            self._check(space, sh, "w", "WAW", b, t, blk, ep, thr, where, None, plain=True)
+            self._check(space, sh, "r1", "WAR", b, t, blk, ep, thr, where, None)
+            self._check(space, sh, "r2", "WAR", b, t, blk, ep, thr, where, None)
+            self._put(sh, "w", b, t, blk, ep, thr)
             a["w_at"][b] = 1
             return
         if data is None:
-            self._check(space, sh, "w", "RAW", b, t, blk, ep, where, None)
+            self._check(space, sh, "w", "RAW", b, t, blk, ep, thr, where, None)
             fresh = (a["r1_tid"][b] < 0) | ((a["r1_blk"][b] == blk) & (a["r1_ep"][b] < ep))
-            self._put(sh, "r1", b[fresh], t[fresh], blk[fresh], ep[fresh])
+            self._put(sh, "r1", b[fresh], t[fresh], blk[fresh], ep[fresh], thr[fresh])
             other = a["r1_tid"][b] != t
-            self._put(sh, "r2", b[other], t[other], blk[other], ep[other])
+            self._put(sh, "r2", b[other], t[other], blk[other], ep[other], thr[other])
             return
         val = np.asarray(data, np.uint8).reshape(-1)
-        self._check(space, sh, "w", "WAW", b, t, blk, ep, where, val)
-        self._check(space, sh, "r1", "WAR", b, t, blk, ep, where, None)
-        self._check(space, sh, "r2", "WAR", b, t, blk, ep, where, None)
+        self._check(space, sh, "w", "WAW", b, t, blk, ep, thr, where, val)
+        self._check(space, sh, "r1", "WAR", b, t, blk, ep, thr, where, None)
+        self._check(space, sh, "r2", "WAR", b, t, blk, ep, thr, where, None)
         self._within(space, b, t, where, val)
-        self._put(sh, "w", b, t, blk, ep)
+        self._put(sh, "w", b, t, blk, ep, thr)
         a["w_at"][b] = 0
         sh.w_val[b] = val
 
-    def _put(self, sh: _Shadow, who: str, b, t, blk, ep) -> None:
+    def _put(self, sh: _Shadow, who: str, b, t, blk, ep, thr) -> None:
         a = sh.a
         a[f"{who}_tid"][b] = t
         a[f"{who}_pc"][b] = self._pc
         a[f"{who}_blk"][b] = blk
         a[f"{who}_ep"][b] = ep
+        a[f"{who}_wc"][b] = self._wc[thr, self._lane[thr]]
 
-    def _check(self, space, sh, who, kind, b, t, blk, ep, where, val, plain=False) -> None:
+    def _check(self, space, sh, who, kind, b, t, blk, ep, thr, where, val,
+               plain=False) -> None:
         """Report the bytes whose ``who`` record races with this access (``plain``: only
         records of plain accesses, for an atomic)."""
         a = sh.a
@@ -254,6 +287,12 @@ class RaceDetector(Observer):
         if self._cooperative:  # every block has passed a barrier since: a grid sync
             apart &= oep >= self._grid_epoch
         clash = (ot >= 0) & (ot != t) & (apart | (oep == ep))
+        if clash.any():  # a bar.warp.sync both threads met at since the other access
+            per = self._per
+            same_warp = (ot // per == t // per) & ((ot % per) // _WARP == (t % per) // _WARP)
+            lane = np.where(ot >= 0, ot % per % _WARP, 0)
+            synced = same_warp & (self._wc[thr, lane] > a[f"{who}_wc"][b])
+            clash &= ~synced
         if not clash.any():
             return
         pos = np.flatnonzero(clash)

@@ -16,7 +16,7 @@ import pytest
 
 import memory_builders as mb
 from corpus_util import compile_cu
-from memory_kernels import memory_ptx
+from memory_kernels import memory_ptx, warp_uniform_ptx
 
 from ptxforge.analysis.memory_access import analyze_memory
 from ptxforge.launch.loader import load
@@ -55,6 +55,17 @@ TRANSPOSES = {
                                           lambda: _arr(F32, mb.N * mb.N)), {}),
     "tiled_padded": ((2, 2), (32, 32), (lambda: _arr(F32, mb.N * mb.N),
                                         lambda: _arr(F32, mb.N * mb.N)), {}),
+}
+
+#: memory_kernels.WARP_UNIFORM: loops peeled by a trip count the same in every thread of a
+#: warp (by tid.y with 32 threads along x; by tid.x against a constant; by the lane against a
+#: ``cols`` the analysis is told), and ``selp`` of two indices by a warp-uniform predicate.
+WARP_UNIFORM = {
+    "rows_by_y": (1, (32, 4), (lambda: _arr(F32), lambda: _arr(F32)), {}),
+    "block_stride": (1, 96, (lambda: _arr(F32), lambda: _arr(F32)), {}),
+    "warp_rows": (2, 128, (lambda: _arr(F32), lambda: _arr(F32), lambda: 288), {2: 288}),
+    "pick_half": (2, 128, (lambda: _arr(F32), lambda: _arr(F32), lambda: 1), {}),
+    "pick_by_y": (1, (32, 4), (lambda: _arr(F32), lambda: _arr(F32)), {}),
 }
 
 DSL = {
@@ -110,6 +121,13 @@ def test_transposes_static_figures_equal_the_profile(name):
     ptx = compile_cu(mb.CUDA_TRANSPOSES, "memory_builders_transposes", "sm_80", lineinfo=True)
     grid, block, makers, params = TRANSPOSES[name]
     assert _agree(ptx, name, grid, block, [m() for m in makers], params) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(WARP_UNIFORM))
+def test_warp_uniform_branches_static_figures_equal_the_profile(name):
+    grid, block, makers, params = WARP_UNIFORM[name]
+    least = 2 if name.startswith("pick") else 4
+    assert _agree(warp_uniform_ptx(), name, grid, block, [m() for m in makers], params) >= least
 
 
 @pytest.mark.parametrize("name", sorted(DSL))

@@ -12,7 +12,8 @@ import functools
 
 from corpus_util import compile_cu
 
-__all__ = ["NAME", "SOURCE", "line_of", "memory_ptx"]
+__all__ = ["NAME", "SOURCE", "SYNCWARP", "WARP_UNIFORM", "line_of", "memory_ptx",
+           "syncwarp_ptx", "warp_uniform_ptx"]
 
 NAME = "memory_kernels"
 
@@ -139,15 +140,126 @@ extern "C" __global__ void histogram(const int *in, int *bins, float *total) {
 """
 
 
+#: Loops whose writes of the index differ by a branch that every thread of a warp takes the
+#: same way, and ``selp`` of two indices by a predicate the same in a warp (or not: pick_odd) (the static analysis's warp-uniform branches: tests/launch/test_memory_agreement.py,
+#: tests/analysis/test_memory_warp_uniform.py).  NVRTC peels each loop by its trip count.
+WARP_UNIFORM = r"""
+// trip count set by threadIdx.y only: with 32 threads along x, one per warp
+extern "C" __global__ void rows_by_y(const float *in, float *out) {
+    float acc = 0.0f;
+    for (int j = 0; j <= threadIdx.y; ++j)
+        acc += in[j * 32 + threadIdx.x];
+    out[threadIdx.y * 32 + threadIdx.x] = acc;
+}
+
+// a stride of 96 over a constant 1024 elements: NVRTC peels it by the thread's trip count
+extern "C" __global__ void block_stride(const float *in, float *out) {
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < 1024; i += 96)
+        acc += in[i];
+    out[threadIdx.x] = acc;
+}
+
+// a warp per row, its lanes striding the row by 32: the trip count is known once cols is
+extern "C" __global__ void warp_rows(const float *x, float *y, int cols) {
+    int row = threadIdx.x / 32, lane = threadIdx.x & 31;
+    float s = 0.0f;
+    for (int c = lane; c < cols; c += 32)
+        s += x[row * cols + c];
+    y[row * 32 + lane] = s;
+}
+
+// selp of two indices with the same thread stride, by a parameter: the same in every thread
+extern "C" __global__ void pick_half(const float *in, float *out, int flip) {
+    int t = threadIdx.x;
+    int i = flip ? t + 256 : t;
+    out[t] = in[i];
+}
+
+// the same by threadIdx.y, one value per warp with 32 threads along x
+extern "C" __global__ void pick_by_y(const float *in, float *out) {
+    int t = threadIdx.x, y = threadIdx.y;
+    long i = (y & 1) ? (long)(t + 512) : (long)t;
+    out[y * 32 + t] = in[i] + in[i + 64];
+}
+
+// the same by the thread's parity: the lanes of a warp pick differently
+extern "C" __global__ void pick_odd(const float *in, float *out) {
+    int t = threadIdx.x;
+    int i = (t & 1) ? t + 256 : t;
+    out[t] = in[i];
+}
+"""
+
+
+@functools.cache
+def warp_uniform_ptx(arch: str = "sm_80") -> str:
+    """The PTX of :data:`WARP_UNIFORM` (``-lineinfo``)."""
+    return compile_cu(WARP_UNIFORM, "memory_warp_uniform", arch, lineinfo=True)
+
+
+#: Warp-synchronous reductions through shared memory with ``__syncwarp`` only (the race check,
+#: tests/launch/test_races_syncwarp.py): inside one warp they are ordered, across two warps not.
+SYNCWARP = r"""
+// each warp sums its own 32 values: the lanes only read slots of their own warp
+extern "C" __global__ void warp_sum(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, lane = t % 32;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    __syncwarp();
+    for (int o = 16; o > 0; o >>= 1) {
+        float v = lane < o ? s[t + o] : 0.0f;
+        __syncwarp();
+        s[t] += v;
+        __syncwarp();
+    }
+    if (lane == 0) out[blockIdx.x * (blockDim.x / 32) + t / 32] = s[t];
+}
+
+// the same without __syncwarp: the lanes of one warp race
+extern "C" __global__ void warp_sum_unsynced(const float *in, float *out) {
+    __shared__ float s[256];
+    int t = threadIdx.x, lane = t % 32;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    for (int o = 16; o > 0; o >>= 1) {
+        float v = lane < o ? s[t + o] : 0.0f;
+        s[t] += v;
+    }
+    if (lane == 0) out[blockIdx.x * (blockDim.x / 32) + t / 32] = s[t];
+}
+
+// a block of 64 summed with __syncwarp only: warp 0 reads what warp 1 wrote
+extern "C" __global__ void block_sum_syncwarp(const float *in, float *out) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = in[blockIdx.x * 64 + t];                  // @sw_store
+    __syncwarp();
+    for (int o = 32; o > 0; o >>= 1) {
+        float v = t < o ? s[t + o] : 0.0f;           // @sw_load
+        __syncwarp();
+        s[t] += v;
+        __syncwarp();
+    }
+    if (t == 0) out[blockIdx.x] = s[0];
+}
+"""
+
+
+@functools.cache
+def syncwarp_ptx(arch: str = "sm_80") -> str:
+    """The PTX of :data:`SYNCWARP` (``-lineinfo``)."""
+    return compile_cu(SYNCWARP, "memory_syncwarp", arch, lineinfo=True)
+
+
 @functools.cache
 def memory_ptx(arch: str = "sm_80") -> str:
     """The PTX of :data:`SOURCE` (``-lineinfo``)."""
     return compile_cu(SOURCE, NAME, arch, lineinfo=True)
 
 
-def line_of(marker: str) -> int:
-    """The 1-based line of ``SOURCE`` holding ``// @marker``."""
-    hits = [k + 1 for k, text in enumerate(SOURCE.splitlines())
+def line_of(marker: str, source: str = SOURCE) -> int:
+    """The 1-based line of ``source`` (:data:`SOURCE`) holding ``// @marker``."""
+    hits = [k + 1 for k, text in enumerate(source.splitlines())
             if text.rstrip().endswith(f"// @{marker}")]
     assert len(hits) == 1, marker
     return hits[0]
