@@ -25,7 +25,7 @@
 7. ``call ABI``: a kernel that calls a function gets at least :data:`~.abi.CALL_FLOOR`;
 8. ``register limit``: ptxas never gives a thread more than :data:`REGISTER_LIMIT`.
 
-``low`` and ``high`` bound the count with the 10th and 90th percentiles of ptxas / prediction
+``low`` and ``high`` bound the count with the 5th and 95th percentiles of ptxas / prediction
 on the training split (:data:`BAND`).  The constants were chosen on the training split only;
 ``bench/bench_estimate_accuracy.py`` reports the validation split (docs/prediction.md).
 
