@@ -27,6 +27,7 @@ __all__ = [
     "SMALL_PEAK",
     "SMALL_HOLES",
     "CALL_FLOOR",
+    "DIVISION_SLOW_PATH",
     "WARP_SYNC_FLOOR",
     "WARP_SYNC_FLOOR_TARGETS",
     "PREDICATE_FILE",
@@ -65,6 +66,16 @@ SMALL_HOLES = 2
 #: callee-saved registers, arguments from R4).  Whole-program ptxas 13.5 on sm_80, every corpus
 #: kernel with a call: call_indirect 24, sobel_fnptr 26, call_chain 30.
 CALL_FLOOR = 24
+
+#: IEEE-rounded division (``div.rn.f32``, ``div.rn.ftz.f32``, ``div.rn.f64``): ptxas computes the
+#: common case inline and calls a slow-path subroutine it compiles into the kernel
+#: (``CALL.REL.NOINC $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath``,
+#: ``..._sm20_div_rn_f64_full``).  The subroutine's registers are its own, and the values live
+#: across the division sit above them.  Per opcode: the count of a kernel that loads two
+#: values, divides them and stores the quotient (nothing else live across the division),
+#: whole-program ptxas 13.5, sm_80; the prediction's floor is this plus the units live across
+#: the division (issue 29, docs/prediction.md).
+DIVISION_SLOW_PATH = {"div.rn.f32": 13, "div.rn.ftz.f32": 12, "div.rn.f64": 23}
 
 #: The least count of a kernel with any warp-synchronous instruction (shfl.sync, vote.sync,
 #: bar.warp.sync, redux.sync, match.sync) on :data:`WARP_SYNC_FLOOR_TARGETS`: ptxas 13
