@@ -9,7 +9,7 @@ import functools
 import time
 
 import pytest
-from listsched_reference import reference_schedule
+from listsched_reference import digest_of, reference_schedule, remembered_reference_schedule
 
 from ptxforge import parse
 from ptxforge.analysis.liveness import analyze_liveness
@@ -47,13 +47,27 @@ def test_the_corpus_schedules_match_the_reference_instruction_for_instruction():
     reordered = 0
     for kid, k in kernels:
         lv = analyze_liveness(k)
+        digest = digest_of(k)
         for budget in BUDGETS:
-            ref_kernel, ref_peak = reference_schedule(k, budget, liveness=lv)
+            # the reference's answer for this very kernel, budget and code is remembered on
+            # disk (tests/support/content_memo.py); list_schedule runs every time
+            ref_kernel, ref_peak = remembered_reference_schedule(k, budget, liveness=lv,
+                                                                 kernel_digest=digest)
             got = list_schedule(k, budget, liveness=lv)
             assert got.peak == ref_peak, (kid, budget)
             assert _ops(got.kernel) == _ops(ref_kernel), (kid, budget)
             reordered += _ops(ref_kernel) != _ops(k)
     assert reordered > 100  # the comparison is about real reorderings
+
+
+def test_the_remembered_reference_is_the_reference():
+    """The disk memo of the reference (above) answers what the reference computes now."""
+    for kid, k in _scheduled_kernels()[::40]:
+        lv = analyze_liveness(k)
+        for budget in BUDGETS:
+            fresh_kernel, fresh_peak = reference_schedule(k, budget, liveness=lv)
+            kept_kernel, kept_peak = remembered_reference_schedule(k, budget, liveness=lv)
+            assert (kept_peak, _ops(kept_kernel)) == (fresh_peak, _ops(fresh_kernel)), kid
 
 
 def test_early_stops_keep_what_the_prediction_reads():
