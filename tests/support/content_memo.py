@@ -29,7 +29,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["install", "package_digest", "remembered", "stats"]
+__all__ = ["identity", "install", "package_digest", "remembered", "stats"]
 
 _FORMAT = "cm1"          # bump to ignore every entry on disk
 _SUPPORT = Path(__file__).resolve().parent
@@ -62,6 +62,12 @@ def _support_digest(names: tuple) -> str:
     return h.hexdigest()
 
 
+def identity(path) -> tuple:
+    """What the executable at ``path`` is: its path, size and modification time."""
+    st = os.stat(path)
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
 def _enabled() -> bool:
     return os.environ.get("PTXFORGE_TOOL_CACHE", "disk").strip().lower() not in ("off",
                                                                                  "memory")
@@ -73,15 +79,20 @@ def _folder() -> Path:
     return cache_dir() / "memo"
 
 
-def remembered(namespace: str, parts: tuple, compute, *, support: tuple = ()):
+def remembered(namespace: str, parts: tuple, compute, *, support: tuple = (),
+               package: bool = True):
     """``compute()``'s JSON-able result, from disk when the package, the ``support`` files
     (names in tests/support) and ``parts`` are those of a remembered run, else computed
-    and stored.  ``parts`` must be made of str, bytes, int, float, bool, None and tuples."""
+    and stored.  ``parts`` must be made of str, bytes, int, float, bool, None and tuples.
+    ``package=False``: the result does not depend on ptxforge (a compiler's output, keyed
+    by the compiler's identity and its input in ``parts``); a raising ``compute`` stores
+    nothing."""
     if not _enabled():
         _STATS["computed"] += 1
         return compute()
     h = hashlib.sha256(_FORMAT.encode())
-    for part in (namespace, package_digest(), _support_digest(tuple(support)), *parts):
+    code = package_digest() if package else "-"
+    for part in (namespace, code, _support_digest(tuple(support)), *parts):
         h.update(b"\0")
         h.update(part if isinstance(part, bytes) else repr(part).encode())
     path = _folder() / namespace / f"{h.hexdigest()[:40]}.json"
