@@ -11,13 +11,12 @@ import time
 import pytest
 from listsched_reference import digest_of, reference_schedule, remembered_reference_schedule
 
-from ptxforge import parse
 from ptxforge.analysis.liveness import analyze_liveness
 from ptxforge.analysis.prediction import if_convert, list_schedule, sass_view
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
-from kernel_corpus import corpus
+from kernel_corpus import corpus, corpus_modules
 from prediction_variants import FAMILIES
 
 BUDGETS = (0, 16, 25, 57, 1000)
@@ -27,11 +26,9 @@ BUDGETS = (0, 16, 25, 57, 1000)
 def _scheduled_kernels() -> list:
     """Every corpus kernel (sm_80) as the prediction schedules it: the SASS view with short
     branches predicated."""
-    modules: dict = {}
+    modules = corpus_modules("sm_80")   # parsed once per session, shared
     out = []
     for k in corpus("sm_80"):
-        if k.ptx not in modules:
-            modules[k.ptx] = parse(k.ptx, k.file)
         kernel = modules[k.ptx].kernel(k.kernel)
         out.append((k.id, if_convert(sass_view(kernel).kernel)[0]))
     return out
