@@ -132,4 +132,5 @@ def install() -> None:
         return tuple(ok), tuple((key, why) for key, why in excluded)
 
     _probe._content_memo = True  # type: ignore[attr-defined]
+    _probe.original = original  # type: ignore[attr-defined]
     ops._probe = _probe
