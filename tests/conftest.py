@@ -22,6 +22,12 @@ import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/
 # tests analyse the same few files.  Only successful runs are remembered; see tool_memo.
 tool_memo.install()
 
+# The generator's catalogue probe and the test-side references, remembered on disk keyed by the
+# package's source (tests/support/content_memo.py).
+import content_memo
+
+content_memo.install()
+
 
 def _gpu_reason() -> str | None:
     """None when a GPU and driver are usable, else why not."""

@@ -13,19 +13,15 @@ import pytest
 from ptxforge.analysis.liveness import analyze_liveness
 from ptxforge.analysis.pressure import analyze_pressure
 from ptxforge.ptx import ir, types
-from ptxforge.ptx.parse import parse
 
-from kernel_corpus import corpus
+from kernel_corpus import corpus_modules
 
 
 @pytest.fixture(scope="module")
 def functions() -> list:
-    """Every function with a body in the sm_80 corpus, one parse per module."""
-    modules = {k.ptx: k.id for k in corpus("sm_80")}
-    out = []
-    for ptx, kid in modules.items():
-        out += [k for k in parse(ptx, kid).kernels if k.body]
-    return out
+    """Every function with a body in the sm_80 corpus, one parse per module (shared with the
+    other tests that walk the corpus: kernel_corpus.corpus_modules)."""
+    return [k for module in corpus_modules("sm_80").values() for k in module.kernels if k.body]
 
 
 def _reference(inst: ir.Instruction) -> tuple[tuple, tuple]:

@@ -5,8 +5,10 @@ cubins' figures equal what ptxas said in that nvcc run (``-Xptxas -v``, per arch
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from ptxforge.frontends.fatbin import entries, is_fatbin_container
 
+import content_memo
 from cli_util import run
 from corpus_util import CORPUS_DIR
 
@@ -31,13 +34,35 @@ def _nvcc() -> str:
     pytest.skip("no nvcc (the nvidia-cuda-nvcc wheel is a dependency)")
 
 
+def _host_compilers() -> tuple:
+    return tuple(content_memo.identity(exe) for name in ("cc", "c++", "gcc", "g++")
+                 if (exe := shutil.which(name)))
+
+
 def _build(*argv) -> dict:
-    """Run nvcc with ``-Xptxas -v``; ``{(kernel, arch): (registers, stack)}`` from its log."""
-    proc = subprocess.run([_nvcc(), "-Xptxas", "-v", *GENCODE, *map(str, argv)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    """Run nvcc with ``-Xptxas -v``; ``{(kernel, arch): (registers, stack)}`` from its log.
+
+    A successful build (its log and the file ``-o`` names) is remembered on disk
+    (tests/support/content_memo.py), keyed by nvcc's and the host compilers' identity, the
+    flags and the text of every source: a warm run copies the file instead of building."""
+    nvcc, args = _nvcc(), [str(a) for a in argv]
+    target = Path(args[args.index("-o") + 1])
+    inputs = tuple((Path(a).name, Path(a).read_bytes()) if a.endswith(".cu") else a
+                   for a in args if Path(a) != target)
+
+    def build() -> dict:
+        proc = subprocess.run([nvcc, "-Xptxas", "-v", *GENCODE, *args],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return {"log": proc.stdout + proc.stderr,
+                "file": base64.b64encode(target.read_bytes()).decode()}
+
+    kept = content_memo.remembered(
+        "nvcc-build", (content_memo.identity(nvcc), _host_compilers(), GENCODE, inputs),
+        build, package=False)
+    target.write_bytes(base64.b64decode(kept["file"]))
     out, current = {}, None
-    for line in (proc.stdout + proc.stderr).splitlines():
+    for line in kept["log"].splitlines():
         m = re.search(r"Compiling entry function '([^']+)' for '(sm_\d+)'", line)
         if m:
             current = (m.group(1), m.group(2))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from package_modules import PACKAGE, package_modules
+from source_trees import tree
 
 #: The most lines one function may span.  After issue 23 the longest are the PTX reader's
 #: module loop (101, ``ptx/parse/reader.py``) and the list scheduler's issue loop (100); the
@@ -21,7 +22,7 @@ LIMIT = 110
 def _long_functions(limit: int) -> list[str]:
     out = []
     for path in package_modules().values():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
                 if length > limit:

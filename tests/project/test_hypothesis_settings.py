@@ -10,11 +10,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_trees import tree as source_tree
+
 TESTS = Path(__file__).resolve().parents[1]
 
 
 def _pins(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text())
+    tree = source_tree(path)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) \

@@ -8,6 +8,7 @@ executed, and a renderer naming its report type for the type checker is not a de
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pathlib
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 import ptxforge
 
 from package_modules import PACKAGE, package_modules
+from source_trees import source, tree
 
 #: What each part of the house may import (besides itself).  Lower wings never import higher
 #: ones; nothing imports the CLI; only the front door (``__init__``) and the CLI sit on top.
@@ -58,11 +60,11 @@ def _type_checking_nodes(tree: ast.AST) -> set:
 
 def import_edges(name: str, path: pathlib.Path) -> set[str]:
     """The ptxforge modules that module ``name`` imports (at any depth of its code)."""
-    tree = ast.parse(path.read_text())
-    skip = _type_checking_nodes(tree)
+    module = tree(path)
+    skip = _type_checking_nodes(module)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(module):
         if id(node) in skip:
             continue
         if isinstance(node, ast.Import):
@@ -81,7 +83,9 @@ def import_edges(name: str, path: pathlib.Path) -> set[str]:
     return out
 
 
+@functools.cache
 def import_graph() -> nx.DiGraph:
+    """The package's import graph (built once per session; the tests only read it)."""
     graph = nx.DiGraph()
     for name, path in MODULES.items():
         graph.add_node(name)
@@ -129,14 +133,13 @@ def test_every_module_is_what_its_name_says(name):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_every_module_states_its_purpose_and_exports(name):
-    source = MODULES[name].read_text()
-    tree = ast.parse(source)
-    doc = ast.get_docstring(tree)
+    module_tree = tree(MODULES[name])
+    doc = ast.get_docstring(module_tree)
     assert doc and doc.strip(), f"{name} has no module docstring"
     leaf = name.rsplit(".", 1)[-1]
     if leaf.startswith("_") or name.endswith("__main__") or MODULES[name].name == "__init__.py":
         return
-    exported = [n for n in tree.body if isinstance(n, ast.Assign)
+    exported = [n for n in module_tree.body if isinstance(n, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
     assert exported, f"{name} does not declare __all__"
     module = importlib.import_module(name)
@@ -146,7 +149,7 @@ def test_every_module_states_its_purpose_and_exports(name):
 
 def test_no_module_over_600_lines():
     long = {name: n for name, path in MODULES.items()
-            if (n := len(path.read_text().splitlines())) > 600}
+            if (n := len(source(path).splitlines())) > 600}
     assert not long, long
 
 
@@ -181,9 +184,8 @@ def test_type_checking_imports_name_what_exists():
     # name a class its module defines (after a move, a stale one would go unnoticed)
     stale = []
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(tree):
+        for node in ast.walk(tree(path)):
             if not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
                 continue
             for imp in (n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)):

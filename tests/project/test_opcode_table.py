@@ -22,6 +22,8 @@ from pathlib import Path
 import ptxforge
 from ptxforge.ptx.opcodes import FAMILIES
 
+from source_trees import tree as source_tree
+
 ROOT = Path(ptxforge.__file__).parent
 TABLE = ROOT / "ptx" / "opcodes.py"
 _MODIFIER_WORDS = frozenset().union(*(row.modifiers for row in FAMILIES.values()))
@@ -46,7 +48,7 @@ def _share_trait(names: list) -> bool:
 
 
 def _offences(path: Path) -> list:
-    tree = ast.parse(path.read_text(), str(path))
+    tree = source_tree(path)
     top_level, exports = set(), set()
     for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
         for stmt in scope.body:

@@ -69,6 +69,7 @@ __all__ = [
     "GroundTruth",
     "cache_dir",
     "corpus",
+    "corpus_modules",
     "corpus_ptxas",
     "ground_truth",
     "ground_truths",
@@ -308,6 +309,20 @@ def _corpus(arch: str, sources: tuple) -> tuple:
 def corpus(arch: str = "sm_80", sources: Iterable[str] = SOURCES) -> list[CorpusKernel]:
     """Every corpus kernel compiled for ``arch`` (sm_80 or newer), in a stable order."""
     return list(_corpus(arch, tuple(sources)))
+
+
+@functools.cache
+def corpus_modules(arch: str = "sm_80") -> dict:
+    """``{ptx: parsed Module}`` for every module of :func:`corpus` (``arch``), each parsed once
+    per session (named by its first kernel's id) and shared by the tests that walk the whole
+    corpus's IR; the modules are immutable."""
+    from ptxforge.ptx.parse import parse
+
+    out: dict = {}
+    for k in corpus(arch):
+        if k.ptx not in out:
+            out[k.ptx] = parse(k.ptx, k.id)
+    return out
 
 
 # --- ground truth: the ptxas executable ---------------------------------------------------------

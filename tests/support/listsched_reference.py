@@ -6,6 +6,7 @@ Slow on huge blocks (quadratic); only for tests."""
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 
 import attrs
@@ -20,7 +21,7 @@ from ptxforge.analysis.prediction.listsched import (
 )
 from ptxforge.ptx import ir
 
-__all__ = ["reference_schedule"]
+__all__ = ["digest_of", "reference_schedule", "remembered_reference_schedule"]
 
 
 def _memory_kind(inst: ir.Instruction):
@@ -194,6 +195,44 @@ def reference_schedule(kernel: ir.Kernel, budget: int, stop_at: int | None = Non
                        liveness=None) -> tuple:
     """(the kernel in scheduled order, the peak), as ``list_schedule`` first computed them."""
     lv = liveness if liveness is not None else analyze_liveness(kernel)
+    order, peak = _reference_order(lv, budget, stop_at)
+    return _reordered(kernel, lv.cfg.instructions, order), peak
+
+
+def remembered_reference_schedule(kernel: ir.Kernel, budget: int, liveness=None,
+                                  kernel_digest: str | None = None) -> tuple:
+    """:func:`reference_schedule`'s answer (no ``stop_at``), remembered on disk
+    (tests/support/content_memo.py): keyed by the kernel (its full ``repr``, or
+    ``kernel_digest``, a digest of it the caller computed once for several budgets), the
+    budget, the package's source and this file's.  The reference is a pure function of
+    those, so a remembered answer is the one it would compute again."""
+    from content_memo import remembered
+
+    if kernel_digest is None:
+        kernel_digest = digest_of(kernel)
+    lv = liveness
+
+    def compute() -> list:
+        nonlocal lv
+        if lv is None:
+            lv = analyze_liveness(kernel)
+        order, peak = _reference_order(lv, budget, None)
+        return [order, peak]
+
+    order, peak = remembered("listsched-reference", (kernel_digest, budget), compute,
+                             support=("listsched_reference.py",))
+    if lv is None:
+        lv = analyze_liveness(kernel)
+    return _reordered(kernel, lv.cfg.instructions, order), peak
+
+
+def digest_of(kernel: ir.Kernel) -> str:
+    """The SHA-256 of ``repr(kernel)`` (every field of the IR: the whole input)."""
+    return hashlib.sha256(repr(kernel).encode()).hexdigest()
+
+
+def _reference_order(lv, budget: int, stop_at: int | None) -> tuple[list, int]:
+    """(the positions of the kernel's instructions in scheduled order, the peak)."""
     insts = lv.cfg.instructions
     names = [r.name for r in lv.registers]
     before = lv.series("before")
@@ -217,10 +256,15 @@ def reference_schedule(kernel: ir.Kernel, budget: int, stop_at: int | None = Non
         live_in = {names[q] for q in lv.live_in(b)}
         live_out = {names[q] for q in lv.live_out(b)}
         order, top = _block_order(seg, live_in, live_out, before[block.start], budget)
-        order_of[b] = [seg[i] for i in order]
+        order_of[b] = [block.start + i for i in order]
         peak = max(peak, top)
-    new = [inst for block in blocks
-           for inst in order_of.get(block.index, insts[block.start:block.end])]
-    it = iter(new)
+    new = [i for block in blocks
+           for i in order_of.get(block.index, range(block.start, block.end))]
+    return new, peak
+
+
+def _reordered(kernel: ir.Kernel, insts, order: list) -> ir.Kernel:
+    """``kernel`` with its instructions in ``order`` (positions into ``insts``)."""
+    it = iter([insts[i] for i in order])
     body = tuple(next(it) if isinstance(s, ir.Instruction) else s for s in kernel.body or ())
-    return attrs.evolve(kernel, body=body), peak
+    return attrs.evolve(kernel, body=body)
