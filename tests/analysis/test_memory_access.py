@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import warnings
 
-import memory_builders as mk
 import pytest
 
 from ptxforge.analysis.address_eval import AddressEvaluator
@@ -19,6 +18,8 @@ from ptxforge.analysis.memory_access import analyze_memory, kernel_block
 from ptxforge.analysis.memory_fixes import padded, swizzle_name
 from ptxforge.analysis.warp_access import global_sectors, local_sectors, shared_banks
 from ptxforge.ptx.parse import parse
+
+import memory_builders as mk
 
 
 def _only(report, space, direction):
@@ -305,9 +306,9 @@ def test_nvrtc_tiled_transpose_conflict_and_padding(cuda_module):
 
 def test_triton_copy_and_strided_load(tmp_path, monkeypatch):
     pytest.importorskip("triton", reason="the triton extra is not installed")
-    import triton_memory_kernels as tmk
-
     from ptxforge.frontends.triton import compile_to_ptx
+
+    import triton_memory_kernels as tmk
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     got = {}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-import memory_builders as mk
 import pytest
 
 from ptxforge import emit
 
+import memory_builders as mk
 from cli_util import flat, run
 
 _FIELDS = {"index", "opcode", "line", "file", "space", "direction", "width", "address",

@@ -14,15 +14,15 @@ import math
 import numpy as np
 import pytest
 
-import memory_builders as mb
-from corpus_util import compile_cu
-from memory_kernels import memory_ptx, warp_uniform_ptx
-
 from ptxforge.analysis.memory_access import analyze_memory
 from ptxforge.launch.loader import load
 from ptxforge.launch.profile import profile_kernel
 from ptxforge.ptx.emit import emit
 from ptxforge.ptx.parse import parse
+
+import memory_builders as mb
+from corpus_util import compile_cu
+from memory_kernels import memory_ptx, warp_uniform_ptx
 
 N = 64          # the matrix side of the transposes with a runtime size
 F32, F64, I32 = np.float32, np.float64, np.int32

@@ -52,9 +52,9 @@ def page_text(name: str) -> str:
     if name in ("advise", "spills"):
         return _gemm_cu_page(name, dirs)
     if name == "memory":
-        from memory_builders import CUDA_TRANSPOSES
-
         from ptxforge.frontends.cuda_source import compile_cuda
+
+        from memory_builders import CUDA_TRANSPOSES
 
         cu = _DIR / "transposes.cu"
         cu.write_text(CUDA_TRANSPOSES)
