@@ -5,6 +5,8 @@ computes every time."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import content_memo
 
 
@@ -60,3 +62,17 @@ def test_the_remembered_catalogue_probe_is_the_probe():
 
     assert getattr(ops._probe, "_content_memo", False)   # installed by tests/conftest.py
     assert ops._probe("sm_70") == ops._probe.original("sm_70")
+
+
+def test_another_checkout_of_the_same_code_has_entries_of_its_own(tmp_path):
+    """A remembered result may quote the package's paths (the catalogue probe's refusals name
+    ptxforge/testing/ops.py): a copy of the same files elsewhere must not read them."""
+    import shutil
+
+    import ptxforge
+
+    root = Path(ptxforge.__file__).resolve().parent
+    copy = tmp_path / "ptxforge"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert content_memo.tree_digest(copy) != content_memo.tree_digest(root)
+    assert content_memo.tree_digest(root) == content_memo.package_digest()

@@ -3,8 +3,10 @@ generator's catalogue probe), remembered on disk, keyed by the code that compute
 
 The key of an entry is the SHA-256 of
 
-* every source file of the ``ptxforge`` package under test (path and text, read once per
-  session: any change to the package makes every entry stale),
+* where the ``ptxforge`` package under test lives and every source file of it (path and
+  text, read once per session: any change to the package makes every entry stale; another
+  checkout of the same code has entries of its own, since a result may quote its paths, as
+  the catalogue probe's refusals do),
 * the text of the test-support files the caller names (the reference implementation itself),
 * the caller's own key parts (its input: a PTX text, a kernel name, a budget).
 
@@ -43,11 +45,16 @@ def stats() -> dict:
 
 @functools.cache
 def package_digest() -> str:
-    """The SHA-256 of every ``.py`` file of the imported ``ptxforge`` package (path, text)."""
+    """:func:`tree_digest` of the imported ``ptxforge`` package."""
     import ptxforge
 
-    root = Path(ptxforge.__file__).resolve().parent
+    return tree_digest(Path(ptxforge.__file__).resolve().parent)
+
+
+def tree_digest(root: Path) -> str:
+    """The SHA-256 of the folder ``root`` and of every ``.py`` file in it (path, text)."""
     h = hashlib.sha256(_FORMAT.encode())
+    h.update(str(root).encode() + b"\0")   # results may quote it (an error's file:line)
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
