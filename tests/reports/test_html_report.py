@@ -152,3 +152,16 @@ def test_sweep_table_advise_and_spills_sections_are_in_the_page():
     assert 'table class="advice"' in html and "#pragma unroll" in html
     assert "no STL/LDL in the SASS" in html               # sgemm_8x8 does not spill
     assert 'table class="spills"' in page_text("spills")
+
+
+def test_memory_fixes_are_said_once_per_line_with_how_many_accesses():
+    """sgemm_8x8 stores its 32-way tile with 8 instructions on one line: one padding and one
+    swizzle sentence for them, each counted, not 8 copies."""
+    from report_pages import page_text
+
+    section = next(s for s in page_text("advise").split('<section class="kernel"')[1:]
+                   if "sgemm_8x8" in s.split(">", 1)[0])
+    fixes = re.findall(r'<p class="note">fix, ([^<]*)</p>', section)
+    assert fixes and len(fixes) == len(set(fixes))
+    assert any(f.startswith("line 14: padding, 32 -&gt; 1 ways") and f.endswith("(8 accesses)")
+               for f in fixes), fixes

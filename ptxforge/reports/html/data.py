@@ -204,8 +204,12 @@ def memory_rows(kernel, block_size: int) -> tuple:
                            detail=r.worst.address or r.worst.reason or "")
                  for r in rep.by_line())
     unit = {"padding": "ways", "swizzle": "ways", "coalesce": "sectors/request"}
-    fixes = tuple(f"line {_line_of(rep, f.index)}: {f.kind}, {f.before:g} -> {f.after:g} "
-                  f"{unit[f.kind]}: {f.text}" for f in rep.fixes)
+    said: dict = {}        # the same fix for several accesses of a line: said once, counted
+    for f in rep.fixes:
+        text = (f"line {_line_of(rep, f.index)}: {f.kind}, {f.before:g} -> {f.after:g} "
+                f"{unit[f.kind]}: {f.text}")
+        said[text] = said.get(text, 0) + 1
+    fixes = tuple(t if n == 1 else f"{t} ({n} accesses)" for t, n in said.items())
     return rows, fixes, rep.block
 
 
