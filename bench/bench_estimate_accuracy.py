@@ -18,7 +18,6 @@ and Spearman's rank correlation.  ``--kernels`` lists every kernel.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -26,48 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from kernel_corpus import corpus, ground_truths
+from prediction_table import accuracy
 
 from ptxforge import analyze_pressure, parse
 from ptxforge.analysis.prediction import MODEL, predict_registers
 
 SOURCES = ("nvrtc", "triton", "numba")
-
-
-def _ranks(xs: list) -> list:
-    order = sorted(range(len(xs)), key=xs.__getitem__)
-    ranks = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2
-        i = j + 1
-    return ranks
-
-
-def spearman(a: list, b: list) -> float:
-    """Spearman's rank correlation (ties get their mean rank); nan for fewer than 3."""
-    if len(a) < 3:
-        return float("nan")
-    ra, rb = _ranks(a), _ranks(b)
-    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = sum((x - ma) ** 2 for x in ra)
-    vb = sum((y - mb) ** 2 for y in rb)
-    return cov / (va * vb) ** 0.5 if va and vb else float("nan")
-
-
-def accuracy(pred: list, truth: list) -> dict:
-    """within10 (share), median_error (share), spearman for predictions against truth."""
-    if not truth:
-        return {"n": 0, "within10": float("nan"), "median_error": float("nan"),
-                "spearman": float("nan")}
-    return {"n": len(truth),
-            "within10": sum(abs(p - t) <= 0.1 * t for p, t in zip(pred, truth)) / len(truth),
-            "median_error": statistics.median(abs(p - t) / t for p, t in zip(pred, truth)),
-            "spearman": spearman(pred, truth)}
 
 
 def measure(arch: str = "sm_80") -> list:

@@ -25,7 +25,7 @@ from ptxforge.analysis.prediction import predict_registers
 
 from kernel_corpus import corpus, ground_truths
 
-__all__ = ["SIZE_CLASSES", "Row", "figures", "measure", "size_class", "spearman", "table"]
+__all__ = ["SIZE_CLASSES", "Row", "accuracy", "figures", "measure", "size_class", "spearman", "table"]
 
 SIZE_CLASSES = ("<=16", "17-32", "33-64", "65-128", ">128")
 
@@ -85,6 +85,17 @@ def spearman(a: list, b: list) -> float:
     return cov / (va * vb) ** 0.5 if va and vb else float("nan")
 
 
+def accuracy(pred: list, truth: list) -> dict:
+    """n, within10 (share), median_error (share), spearman for predictions against truth."""
+    if not truth:
+        return {"n": 0, "within10": float("nan"), "median_error": float("nan"),
+                "spearman": float("nan")}
+    return {"n": len(truth),
+            "within10": sum(abs(p - t) <= 0.1 * t for p, t in zip(pred, truth)) / len(truth),
+            "median_error": statistics.median(abs(p - t) / t for p, t in zip(pred, truth)),
+            "spearman": spearman(pred, truth)}
+
+
 def _kernel_rows(items) -> list:
     """Rows for (CorpusKernel, family, compiler, role) items, non-spilling kernels only."""
     items = list(items)
@@ -120,14 +131,9 @@ def figures(rows: list) -> dict:
     live count was within 25%), band coverage (all rows; rows not flagged)."""
     if not rows:
         return {"n": 0}
-    t = [r.truth for r in rows]
-    p = [r.predicted for r in rows]
     calm = [r for r in rows if not r.out_of_depth]
     return {
-        "n": len(rows),
-        "within10": sum(abs(a - b) <= 0.1 * b for a, b in zip(p, t)) / len(rows),
-        "median_error": statistics.median(abs(a - b) / b for a, b in zip(p, t)),
-        "spearman": spearman(p, t),
+        **accuracy([r.predicted for r in rows], [r.truth for r in rows]),
         "live_within10": sum(abs(r.live - r.truth) <= 0.1 * r.truth for r in rows) / len(rows),
         "twox": sum(1 for r in rows if abs(r.live - r.truth) <= 0.25 * r.truth
                     and (r.predicted > 2 * r.truth or 2 * r.predicted < r.truth)),

@@ -166,30 +166,34 @@ def _decoder(raw_type):
     return decode
 
 
-def _wrap_ptxas(backends) -> None:
-    cls = backends.PtxasBackend
+def _wrap_compile(cls, raw_type, name: str, identity) -> None:
+    """Remember ``cls.compile`` (a backend's) per input: ``identity(backend)`` is the tool's
+    part of the key, or None when the tool cannot be named (the real call then says why)."""
     original = cls.compile
     if getattr(original, "_tool_memo", False):
         return
-    fields = _raw_fields(backends.RawResult)
-    decode = _decoder(backends.RawResult)
+    fields = _raw_fields(raw_type)
+    decode = _decoder(raw_type)
 
     @functools.wraps(original)
     def compile(self, ptx, target, options):
-        if mode() == "off":
+        ident = None if mode() == "off" else identity(self)
+        if not ident:
             return original(self, ptx, target, options)
-        try:
-            tools = tuple(_identity(exe) for exe in self.candidates())
-        except (OSError, PtxforgeError):   # no ptxas, a missing pinned one: the real call says so
-            return original(self, ptx, target, options)
-        if not tools:
-            return original(self, ptx, target, options)
-        key = "ptxas-" + _digest(tools, ptx, target, options, fields)
+        key = f"{name}-" + _digest(ident, ptx, target, options, fields)
         return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
-                           decode, "ptxas")
+                           decode, name)
 
     compile._tool_memo = True
     cls.compile = compile
+
+
+def _ptxas_identity(backend):
+    """Path, size and time of each executable the backend would try (None: none found)."""
+    try:
+        return tuple(_identity(exe) for exe in backend.candidates()) or None
+    except (OSError, PtxforgeError):   # no ptxas, a missing pinned one: the real call says so
+        return None
 
 
 # --- nvJitLink (in process; the isolated worker's jobs are not remembered) ------------------
@@ -222,28 +226,12 @@ def nvjitlink_log(ptx: str, args: tuple, run) -> str:
                        "nvjitlink")
 
 
-def _wrap_nvjitlink(backends) -> None:
-    cls = backends.NvJitLinkBackend
-    original = cls.compile
-    if getattr(original, "_tool_memo", False):
-        return
-    fields = _raw_fields(backends.RawResult)
-    decode = _decoder(backends.RawResult)
-
-    @functools.wraps(original)
-    def compile(self, ptx, target, options):
-        if mode() == "off":
-            return original(self, ptx, target, options)
-        try:
-            ident = _nvjitlink_identity()
-        except (ImportError, OSError, RuntimeError):   # not installed: the real call says so
-            return original(self, ptx, target, options)
-        key = "nvjitlink-" + _digest(ident, ptx, target, options, fields)
-        return _remembered(key, lambda: original(self, ptx, target, options), _encode_raw,
-                           decode, "nvjitlink")
-
-    compile._tool_memo = True
-    cls.compile = compile
+def _nvjitlink_key(backend):
+    """nvJitLink's version and wheel (None: not installed; the real call says so)."""
+    try:
+        return _nvjitlink_identity()
+    except (ImportError, OSError, RuntimeError):
+        return None
 
 
 # --- nvdisasm ---------------------------------------------------------------------------------
@@ -273,6 +261,6 @@ def install() -> None:
     """Wrap the package's ptxas and nvdisasm calls with the memo (idempotent)."""
     from ptxforge.toolchain import backends, sass
 
-    _wrap_ptxas(backends)
-    _wrap_nvjitlink(backends)
+    _wrap_compile(backends.PtxasBackend, backends.RawResult, "ptxas", _ptxas_identity)
+    _wrap_compile(backends.NvJitLinkBackend, backends.RawResult, "nvjitlink", _nvjitlink_key)
     _wrap_nvdisasm(sass)
