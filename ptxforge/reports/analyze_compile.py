@@ -188,17 +188,23 @@ def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: l
     CompileRequest`), for the ``chosen`` kernels of ``module``; return at once.
     ``prefetch=True`` also reads the SASS (nvdisasm) as soon as the cubin exists, for a
     caller that will ask for every gap."""
-    from ptxforge.toolchain.compile import CompileRequest
     from ptxforge.toolchain.modes import prune_to
+
+    return _start(source, request, tgt, prefetch and any(k.is_entry for k in chosen),
+                  lambda options: prune_to(options, chosen, module))
+
+
+def _start(source, request: Optional[CompileRequest], tgt: str, prefetch: bool,
+           prune=lambda options: options) -> CompiledSide:
+    """The compile of :func:`start_compile` and :func:`start_early` on its thread."""
+    from ptxforge.toolchain.compile import CompileRequest
 
     request = request or CompileRequest()
     # line info for the SASS trace: it does not change the code (tests/reports/
     # test_analyze_gap.py checks every corpus kernel's SASS and registers)
-    options = attrs.evolve(prune_to(request.options, chosen, module), line_info=True)
+    options = attrs.evolve(prune(request.options), line_info=True)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(_build, request, source, tgt, options,
-                         prefetch and any(k.is_entry for k in chosen))
-    return CompiledSide(future, pool)
+    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool)
 
 
 #: PTX up to this size starts compiling before it is parsed (see :func:`start_early`): a file
@@ -225,17 +231,7 @@ def start_early(text: str, target, request: Optional[CompileRequest], explain: O
         from .analyze_text import SUMMARY_ABOVE
 
         explain = entries <= SUMMARY_ABOVE
-    request = request or _default_request()
-    options = attrs.evolve(request.options, line_info=True)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(_build, request, text, tgt, options, bool(explain and entries))
-    return CompiledSide(future, pool), tgt
-
-
-def _default_request():
-    from ptxforge.toolchain.compile import CompileRequest
-
-    return CompileRequest()
+    return _start(text, request, tgt, bool(explain and entries)), tgt
 
 
 FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "

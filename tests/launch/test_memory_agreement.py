@@ -9,16 +9,11 @@ tests/support/memory_kernels.py and the transposes of tests/support/memory_build
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from memory_agreement import agree
 
-from ptxforge.analysis.memory_access import analyze_memory
-from ptxforge.launch.loader import load
-from ptxforge.launch.profile import profile_kernel
 from ptxforge.ptx.emit import emit
-from ptxforge.ptx.parse import parse
 
 import memory_builders as mb
 from corpus_util import compile_cu
@@ -79,55 +74,24 @@ DSL = {
 }
 
 
-def _shape(block) -> tuple:
-    dims = (block,) if isinstance(block, int) else tuple(block)
-    return tuple(dims) + (1,) * (3 - len(dims))
-
-
-def _agree(ptx: str, name: str, grid, block, args: list, params: dict) -> int:
-    """Compare every figure the static analysis gives for ``name`` with the profile; the
-    number of figures compared."""
-    kernel = next(k for k in parse(ptx).kernels if k.name == name)
-    named = {kernel.params[i].name: v for i, v in params.items()}
-    static = analyze_memory(kernel, block=_shape(block), params=named or None)
-    prof = profile_kernel(load(ptx, device="emulator")[name], *args, grid=grid, block=block)
-    rows = {r.index: r for r in prof.instructions if r.index is not None}
-    compared = 0
-    for a in static.accesses:
-        row = rows.get(a.index)
-        assert row is not None and row.opcode == a.opcode, (name, a.index, a.opcode)
-        if a.space == "global" and a.sectors_per_request is not None:
-            assert row.requests, (name, a.opcode, "not executed")
-            assert math.isclose(row.sectors_per_request, a.sectors_per_request), \
-                (name, a.index, a.opcode, a.address, row.sectors_per_request, a.sectors_per_request)
-            compared += 1
-        if a.space == "shared" and a.ways is not None:
-            assert row.requests, (name, a.opcode, "not executed")
-            assert (row.ways, row.wavefronts_per_request) == (a.ways, a.wavefronts_per_request), \
-                (name, a.index, a.opcode, a.address, row.ways, row.wavefronts_per_request, a.ways,
-                 a.wavefronts_per_request)
-            compared += 1
-    return compared
-
-
 @pytest.mark.parametrize("name", sorted(NVRTC))
 def test_nvrtc_kernels_static_figures_equal_the_profile(name):
     grid, block, makers, params = NVRTC[name]
-    assert _agree(memory_ptx(), name, grid, block, [m() for m in makers], params) >= 2
+    assert agree(memory_ptx(), name, grid, block, [m() for m in makers], params) >= 2
 
 
 @pytest.mark.parametrize("name", sorted(TRANSPOSES))
 def test_transposes_static_figures_equal_the_profile(name):
     ptx = compile_cu(mb.CUDA_TRANSPOSES, "memory_builders_transposes", "sm_80", lineinfo=True)
     grid, block, makers, params = TRANSPOSES[name]
-    assert _agree(ptx, name, grid, block, [m() for m in makers], params) >= 2
+    assert agree(ptx, name, grid, block, [m() for m in makers], params) >= 2
 
 
 @pytest.mark.parametrize("name", sorted(WARP_UNIFORM))
 def test_warp_uniform_branches_static_figures_equal_the_profile(name):
     grid, block, makers, params = WARP_UNIFORM[name]
     least = 2 if name.startswith("pick") else 4
-    assert _agree(warp_uniform_ptx(), name, grid, block, [m() for m in makers], params) >= least
+    assert agree(warp_uniform_ptx(), name, grid, block, [m() for m in makers], params) >= least
 
 
 @pytest.mark.parametrize("name", sorted(DSL))
@@ -137,4 +101,4 @@ def test_dsl_kernels_static_figures_equal_the_profile(name):
     ptx = emit(module)
     size = 1024 * 1024 if name.startswith(("transpose", "tile")) else 8192
     args = [_arr(F32, size) for _ in range(n_arrays)]
-    assert _agree(ptx, module.kernels[0].name, grid, block, args, {}) >= 1
+    assert agree(ptx, module.kernels[0].name, grid, block, args, {}) >= 1
