@@ -18,8 +18,9 @@ runs them (wall time of the child, sequentially):
 * per class and in total: ``ptxforge analyze FILE`` (and ``--json``, and ``--no-compile``)
   against ``ptxas -arch=sm_80 -v -O3 -lineinfo FILE -o X.cubin`` (the ptxas and the flags
   ptxforge's default backend uses: the newest ptxas executable that accepts sm_80, whole-program)
-  and against ptxas + nvdisasm on that cubin (the two nvdisasm runs ptxforge's SASS read makes:
-  ``-c --life-range-mode narrow`` and ``-c -gi -gp``), the floor of the default path;
+  and against ptxas + nvdisasm on that cubin (the run ptxforge's SASS read makes:
+  ``-c --life-range-mode narrow``; it reads the line tables itself), the floor of the default
+  path;
 * the worst file's ratio; a ~10 KB file against ``python -c pass``;
 * ``ptxforge check DIR`` over the small-file folder against ptxas's total over those files,
   with ``--jobs 1`` and ``--jobs 2``; ``ptxforge analyze --no-compile DIR`` (folder mode);

@@ -48,6 +48,7 @@ from ptxforge.errors import BackendUnavailableError, PtxforgeError
 
 from .compile import Compiled
 from .cubin import CubinInfo, read_cubin
+from .sass_lines import LineTableUnsupported, function_lines, read_line_tables
 from .sass_listing import SourceLine, parse_life_ranges, parse_line_annotations
 
 __all__ = ["NVDISASM_ENV", "find_nvdisasm", "nvdisasm_version", "register_name",
@@ -365,6 +366,19 @@ class SassLiveness:
                 "functions": [f.to_dict(top) for f in self.functions]}
 
 
+def _line_tables(data: bytes, info: CubinInfo) -> Optional[tuple]:
+    """The cubin's line tables (:func:`~ptxforge.toolchain.sass_lines.read_line_tables`), which
+    spare the ``nvdisasm -gi -gp`` run; None for one that reader does not handle."""
+    try:
+        return read_line_tables(data, info)
+    except LineTableUnsupported:
+        return None
+
+
+def _offsets(f) -> tuple:
+    return tuple(r.offset for r in f.rows)
+
+
 # --- the cubin's own tables ------------------------------------------------------------------
 
 def _callgraph(data: bytes, info: CubinInfo) -> dict:
@@ -442,10 +456,17 @@ def parse_sass(life_ranges: str, lines: str = "", ptx_lines: Optional[str] = Non
     src = parse_line_annotations(lines, "nvdisasm -gi", ptx=False) if lines else {}
     ptx_lines = lines if ptx_lines is None else ptx_lines
     ptx = parse_line_annotations(ptx_lines, "nvdisasm -gp", ptx=True) if ptx_lines else {}
-    texts, regs, calls = ptx_texts or {}, regcounts or {}, callees or {}
+    return _functions(parsed, lambda f: src.get(f.name, {}), lambda f: ptx.get(f.name, {}),
+                      ptx_texts or {}, regcounts or {}, callees or {})
+
+
+def _functions(parsed: Sequence, source_of, ptx_of, texts: dict, regs: dict, calls: dict
+               ) -> tuple:
+    """:class:`SassFunction` s from the parsed life ranges, with each function's
+    ``{offset: SourceLine}`` of source (``source_of(f)``) and PTX (``ptx_of(f)``) lines."""
     functions = []
     for f in parsed:
-        fs, fp = src.get(f.name, {}), ptx.get(f.name, {})
+        fs, fp = source_of(f), ptx_of(f)
         ins = []
         for r in f.rows:
             pl = fp.get(r.offset)
@@ -479,14 +500,26 @@ def sass_liveness(cubin, *, nvdisasm: Optional[str] = None, line_info: bool = Tr
     info = _read(data)
     tool = nvdisasm or find_nvdisasm()
     names = {s.name for s in info.sections}
-    runs = [("-c", "--life-range-mode", "narrow")]
-    if line_info and names & {".debug_line", ".nv_debug_line_sass"}:
-        runs.append(("-c", "-gi", "-gp"))    # one run prints both kinds of line
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(runs)) as pool:
-        text, *lines = [f.result() for f in [pool.submit(_run, tool, data, r) for r in runs]]
-    functions = parse_sass(text, lines[0] if lines else "", ptx_texts=_ptx_texts(data, info),
-                           regcounts={k.name: k.registers for k in info.kernels},
-                           callees=_callgraph(data, info))
+    run = ("-c", "--life-range-mode", "narrow")
+    has_lines = line_info and bool(names & {".debug_line", ".nv_debug_line_sass"})
+    tables = _line_tables(data, info) if has_lines else None
+    if has_lines and tables is None:     # one more run prints both kinds of line
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            text, lines = [f.result() for f in [pool.submit(_run, tool, data, r)
+                                                for r in (run, ("-c", "-gi", "-gp"))]]
+    else:
+        text, lines = _run(tool, data, run), ""
+    texts = _ptx_texts(data, info)
+    regcounts = {k.name: k.registers for k in info.kernels}
+    if tables is not None:
+        parsed = parse_life_ranges(text, "nvdisasm --life-range-mode narrow")
+        src, ptx = tables
+        functions = _functions(parsed, lambda f: function_lines(src.get(f.name), _offsets(f)),
+                               lambda f: function_lines(ptx.get(f.name), _offsets(f)),
+                               texts, regcounts, _callgraph(data, info))
+    else:
+        functions = parse_sass(text, lines, ptx_texts=texts,
+                               regcounts=regcounts, callees=_callgraph(data, info))
     target = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
     return SassLiveness(arch=target.group(1) if target else f"sm_{info.sm}", tool=tool,
                         version=nvdisasm_version(tool), functions=functions,
