@@ -73,7 +73,6 @@ def _triton_dir(path: str) -> bool:
 def _run_one(args) -> int:
     """One file (or one Triton cache): its report."""
     from ptxforge.frontends import triton_cache
-    from ptxforge.reports.analyze import RunOptions, analyze_ptx
 
     if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
         if not triton_cache.scan(args.file):
@@ -110,10 +109,18 @@ def _run_one(args) -> int:
         return EXIT_OK
     # the SASS explanations are read at once when every kernel's will be printed
     explain = True if args.json or args.full else False if args.summary else None
+    request, started = request_from_args(args), None
+    if not args.no_compile and args.kernel is None:   # ptxas starts before the analysis loads
+        from ptxforge.reports.analyze_compile import start_early
+
+        data = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        started = start_early(data, spec.target, request, explain)
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
+
     res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
-                      kernel=args.kernel, request=request_from_args(args),
+                      kernel=args.kernel, request=request,
                       run=RunOptions(progress=progress_printer(args), explain=explain,
-                                     jobs=args.jobs))
+                                     jobs=args.jobs, started=started))
     progress_printer(args, done=True)
     if entry is not None:
         res = triton_cache.with_n_spills_note(res)

@@ -438,14 +438,14 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
 def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
                     request: Optional[CompileRequest], progress=None,
                     explain: Optional[bool] = False, jobs: Optional[int] = 1,
-                    early: Optional[tuple] = None) -> ModuleAnalysis:
+                    early=None) -> ModuleAnalysis:
     """The body of :func:`analyze_module` (collector paused): ptxas runs in the background
     (:mod:`.analyze_compile`; ``early``: started before the parse) while kernels are analysed."""
     tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
     chosen = _select(module, kernel, file)
     if explain is None:
         explain = len(chosen) <= SUMMARY_ABOVE
-    side = early[0] if early is not None and early[1] == tgt else None
+    side = early.side if early is not None and early.target == tgt else None
     pool = None if early else make_pool(module, chosen, tgt, ptx, jobs)  # forks before ptxas
     try:
         if compile and side is None:
@@ -592,8 +592,8 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
     spec, run = launch_spec(spec), run or RunOptions()
     early = None
     if compile and kernel is None:   # a small file compiles while it is parsed and analysed
-        from .analyze_compile import start_early
-        early = start_early(text, spec.target, request, run.explain)
+        from .analyze_compile import early_compile
+        early = early_compile(text, spec.target, request, run)
     with gc_paused():
         module = parse(text, file, strict=strict)
         return _analyze_module(module, spec, compile, kernel, text, file, request, run.progress,

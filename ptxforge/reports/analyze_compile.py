@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from .gap import Gap
     from .sass_trace import PtxLines
 
-__all__ = ["FUNC_NOTE", "CompiledResult", "CompiledSide", "SassGaps", "function_build",
-           "read_sass", "start_compile"]
+__all__ = ["EarlyCompile", "FUNC_NOTE", "CompiledResult", "CompiledSide", "SassGaps",
+           "early_compile", "function_build", "read_sass", "start_compile", "start_early"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -212,12 +212,28 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch: bool,
 EARLY_BYTES = 256 * 1024
 
 
+@attrs.frozen(slots=True, eq=False, kw_only=True)
+class EarlyCompile:
+    """ptxas started by :func:`start_early` on ``text`` for ``target``, as ``request`` asked."""
+
+    side: CompiledSide
+    target: str
+    text: str
+    request: Optional["CompileRequest"]
+
+    def serves(self, text: str, request: Optional["CompileRequest"]) -> bool:
+        """Whether this compile is the one :func:`analyze_ptx` would start for ``text``."""
+        return self.request is request and self.text == text
+
+
 def start_early(text: str, target, request: Optional[CompileRequest], explain: Optional[bool]
-                ) -> Optional[tuple]:
-    """``(CompiledSide, target)``: ptxas started on the whole of ``text`` before it is parsed,
-    the way :func:`start_compile` would start it after (every kernel chosen: the options are
-    the request's as given), so the parse and the analysis run beside it; None for a text
-    over :data:`EARLY_BYTES`.  ``target`` is the launch spec's (None: the PTX's ``.target``)."""
+                ) -> Optional[EarlyCompile]:
+    """ptxas started on the whole of ``text`` before it is parsed, the way
+    :func:`start_compile` would start it after (every kernel chosen: the options are the
+    request's as given), so the parse and the analysis run beside it; None for a text over
+    :data:`EARLY_BYTES`.  ``target`` is the launch spec's (None: the PTX's ``.target``).
+    The CLI calls it before it imports the analysis and hands it over in
+    :class:`~ptxforge.reports.run_options.RunOptions` ``started``."""
     import re
 
     from .resources import resolve_target
@@ -231,7 +247,18 @@ def start_early(text: str, target, request: Optional[CompileRequest], explain: O
         from .analyze_text import SUMMARY_ABOVE
 
         explain = entries <= SUMMARY_ABOVE
-    return _start(text, request, tgt, bool(explain and entries)), tgt
+    return EarlyCompile(side=_start(text, request, tgt, bool(explain and entries)), target=tgt,
+                        text=text, request=request)
+
+
+def early_compile(text: str, target, request: Optional[CompileRequest], run
+                  ) -> Optional[EarlyCompile]:
+    """The early compile of ``text``: the one ``run.started`` holds when it serves this text
+    and request (started by the CLI), else a new :func:`start_early`."""
+    started = run.started
+    if started is not None and started.serves(text, request):
+        return started
+    return start_early(text, target, request, run.explain)
 
 
 FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "

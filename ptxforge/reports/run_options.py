@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 
@@ -21,7 +21,9 @@ class RunOptions:
     :data:`~ptxforge.reports.analyze_text.SUMMARY_ABOVE` kernels are analysed (the text
     report then prints every gap), ``False`` only when a gap is first read; ``jobs`` above 1
     (None: the cores) analyses the kernels in worker processes (:mod:`.kernel_pool`) when
-    the module is big enough to gain.
+    the module is big enough to gain; ``started`` is ptxas already started on the text by
+    :func:`~ptxforge.reports.analyze_compile.start_early` (the CLI starts it before it imports
+    the analysis), used when it was started on that very text and request.
 
     Example::
 
@@ -32,6 +34,7 @@ class RunOptions:
     progress: Optional[Callable] = None
     explain: Optional[bool] = False
     jobs: Optional[int] = 1
+    started: Optional[Any] = None
 
     def __attrs_post_init__(self) -> None:
         if self.progress is not None and not callable(self.progress):
@@ -44,3 +47,6 @@ class RunOptions:
                                       or self.jobs < 1):
             raise PtxforgeError(f"RunOptions.jobs: expected a worker count of 1 or more (None: "
                                 f"the cores), got {self.jobs!r}")
+        if self.started is not None and not callable(getattr(self.started, "serves", None)):
+            raise PtxforgeError("RunOptions.started: expected what analyze_compile.start_early "
+                                f"returned, or None, got {type(self.started).__name__}")

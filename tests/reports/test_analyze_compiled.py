@@ -173,3 +173,34 @@ def test_analyze_ptx_raises_compiler_crash_error_in_a_child():
                           cwd=ROOT, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, "crash 11\n"), proc.stderr
     assert issubclass(CompilerCrashError, Exception)
+
+
+def test_a_compile_started_before_the_analysis_is_the_one_used(monkeypatch, capsys, tmp_path):
+    """The CLI starts ptxas before it imports the analysis (``RunOptions.started``):
+    analyze_ptx uses that compile for the same text and request, starts its own for another
+    text, and prints the same report either way."""
+    from ptxforge.errors import PtxforgeError
+    from ptxforge.reports import analyze_compile
+    from ptxforge.reports.run_options import RunOptions
+
+    text = corpus_ptx("gemm", "sm_80", True)
+    other = corpus_ptx("reduce", "sm_80", True)
+    request = CompileRequest()
+    started = analyze_compile.start_early(text, None, request, None)
+    runs = []
+    real = analyze_compile._start
+    monkeypatch.setattr(analyze_compile, "_start",
+                        lambda *a, **k: runs.append(a[0][:40]) or real(*a, **k))
+    used = analyze_ptx(text, "g.ptx", request=request, run=RunOptions(started=started))
+    assert runs == []
+    fresh = analyze_ptx(other, "r.ptx", request=request, run=RunOptions(started=started))
+    assert len(runs) == 1 and fresh.kernels
+    again = analyze_ptx(text, "g.ptx", request=CompileRequest(), run=RunOptions(started=started))
+    assert len(runs) == 2                                      # another request: its own compile
+    assert used.to_dict() == again.to_dict()
+    (tmp_path / "g.ptx").write_text(text)
+    monkeypatch.chdir(tmp_path)                  # the header names the file as given
+    assert main(["analyze", "g.ptx"]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == used.to_text().rstrip("\n")
+    with pytest.raises(PtxforgeError, match="RunOptions.started: expected"):
+        RunOptions(started=42)
