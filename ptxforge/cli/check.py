@@ -119,7 +119,7 @@ def run(args) -> int:
         raise UsageError("no budget to check: give --max-registers, --no-spills, "
                          "--max-stack, --min-occupancy, --budget FILE.toml or --races")
     units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
-                    cu_flags=args.cu_flags)
+                    cu_flags=args.cu_flags, reads=_reads(args))
     kernels = [f for u in units for f in u.figures]
     if not kernels:
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
@@ -140,6 +140,15 @@ def run(args) -> int:
     else:
         sys.stdout.write(report.to_text() + (_race_text(races) if args.races else ""))
     return max(report.exit_status, int(any(found for _, _, found in races)))
+
+
+def _reads(args) -> tuple:
+    """The figures beyond ptxas's that the output prints (the rest is not computed): JSON has
+    the estimate, prediction and peak lines of every kernel, SARIF the peak lines; the text
+    and JUnit none."""
+    from ptxforge.reports.figures import DETAILS
+
+    return DETAILS if args.json else ("peak_lines",) if args.sarif else ()
 
 
 def _threads(block) -> int | None:

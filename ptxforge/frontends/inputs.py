@@ -29,7 +29,7 @@ import attrs
 from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import NoKernelError, PtxforgeError
-from ptxforge.reports.figures import kernel_figures
+from ptxforge.reports.figures import DETAILS, kernel_figures, parts_for
 
 from . import triton_cache
 from .cuda_source import compile_cuda, is_cuda_source
@@ -104,9 +104,8 @@ def _read(path: str) -> bytes:
 
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
-         cu_flags: Sequence[str] = (), jobs: Optional[int] = 1) -> Input:
+         cu_flags: Sequence[str] = (), reads: tuple = DETAILS, jobs: Optional[int] = 1) -> Input:
     from ptxforge.reports.analyze import RunOptions, analyze_ptx
-    from ptxforge.reports.cubin import analyze_cubin
 
     if kind == "triton":
         res, text = triton_cache.analyze_entry(what, compile=compile, target=spec.target)
@@ -114,15 +113,19 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
                      figures=kernel_figures(res, text, "triton"))
     data = _read(what)
     if kind == "cubin":
+        from ptxforge.reports.cubin import analyze_cubin
+
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = (compile_cuda(data, what, spec.target, cu_flags) if kind == "cu"
             else data.decode("utf-8", errors="replace"))
     try:
-        res = analyze_ptx(text, what, spec, compile=compile, run=RunOptions(jobs=jobs))
+        res = analyze_ptx(text, what, spec, compile=compile,
+                          run=RunOptions(jobs=jobs, parts=parts_for(reads)))
     except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
         return Input(path=what, kind=kind, rel=rel, analysis=None, figures=(), no_kernel=True)
-    return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
+    return Input(path=what, kind=kind, rel=rel, analysis=res,
+                 figures=kernel_figures(res, text, reads=reads))
 
 
 def without_kernels(units: Sequence) -> list:
@@ -138,7 +141,7 @@ def without_kernels(units: Sequence) -> list:
 
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
             compile: bool = True, jobs: Optional[int] = 1,
-            cu_flags: Sequence[str] = ()) -> tuple:
+            cu_flags: Sequence[str] = (), reads: Sequence[str] = DETAILS) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
@@ -147,11 +150,14 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
     uncompilable input.  ``jobs`` above 1 (None: the cores) analyses the files in that many
     worker processes; their Inputs then carry the figures only (``analysis`` is None).
     A ``.cu`` source is compiled with NVRTC for the spec's target (default sm_80) with
-    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`)."""
+    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`).  ``reads`` names
+    the figures of :data:`~ptxforge.reports.figures.DETAILS` the caller reads (the liveness
+    and the prediction of a PTX kernel are computed only for those; ``check`` without
+    ``--json`` or ``--sarif`` reads none)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
-    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags)) for path in paths
+    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags), tuple(reads)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
         return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel
