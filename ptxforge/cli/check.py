@@ -124,6 +124,13 @@ def run(args) -> int:
     if not kernels:
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
     report = check(kernels, base, budget_file, without_kernels(units))
+    if args.sarif and report.failures and not args.json:   # the failing kernels' peak lines
+        from ptxforge.frontends.inputs import fill_peak_lines
+
+        units = fill_peak_lines(units, [f.kernel for f in report.failures],
+                                spec_from_args(args), args.cu_flags)
+        kernels = [f for u in units for f in u.figures]
+        report = check(kernels, base, budget_file, without_kernels(units))
     if args.sarif:
         from ptxforge.reports.sarif import sarif_text
 
@@ -143,12 +150,12 @@ def run(args) -> int:
 
 
 def _reads(args) -> tuple:
-    """The figures beyond ptxas's that the output prints (the rest is not computed): JSON has
-    the estimate, prediction and peak lines of every kernel, SARIF the peak lines; the text
-    and JUnit none."""
+    """The figures beyond ptxas's that the output prints for every kernel (the rest is not
+    computed): JSON the estimate, prediction and peak lines; the text and JUnit none; SARIF
+    the peak lines of the failing kernels only (computed once the budgets are checked)."""
     from ptxforge.reports.figures import DETAILS
 
-    return DETAILS if args.json else ("peak_lines",) if args.sarif else ()
+    return DETAILS if args.json else ()
 
 
 def _threads(block) -> int | None:

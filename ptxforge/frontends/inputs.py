@@ -29,7 +29,7 @@ import attrs
 from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import NoKernelError, PtxforgeError
-from ptxforge.reports.figures import DETAILS, kernel_figures, parts_for
+from ptxforge.reports.figures import DETAILS, kernel_figures, parts_for, with_peak_lines
 
 from . import triton_cache
 from .cuda_source import compile_cuda, is_cuda_source
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
     from ptxforge.reports.cubin import CubinReport
 
-__all__ = ["Input", "collect", "expand", "without_kernels"]
+__all__ = ["Input", "collect", "expand", "fill_peak_lines", "without_kernels"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -176,3 +176,44 @@ def _one_in_worker(task: tuple):
         return attrs.evolve(_one(*task), analysis=None)
     except PtxforgeError as exc:
         return str(exc)
+
+
+def fill_peak_lines(units: Sequence, wanted: Sequence, spec: Union[LaunchSpec, str, None] = None,
+                    cu_flags: Sequence[str] = ()) -> tuple:
+    """The :class:`Input` s with the peak lines of the figures in ``wanted`` computed (those
+    :func:`collect` left out, ``reads`` without ``"peak_lines"``): from the analysis held, else
+    (a worker's Input) from the file parsed again; ``spec`` and ``cu_flags`` are
+    :func:`collect`'s (a ``.cu`` source is compiled again).  ``check --sarif`` lists the peak
+    lines of the kernels that fail only, so only theirs are computed.
+
+    Example::
+
+        >>> units = collect(["build/"], reads=())                   # doctest: +SKIP
+        >>> fill_peak_lines(units, [units[0].figures[0]])[0].figures[0].peak_lines  # doctest: +SKIP
+        (('gemm.cu', 41, 8),)
+    """
+    want = {id(f) for f in wanted}
+    out = []
+    for u in units:
+        todo = {f.name for f in u.figures if id(f) in want and "peak_lines" in f.unread}
+        if not todo:
+            out.append(u)
+            continue
+        pressure = _pressures(u, todo, launch_spec(spec), tuple(cu_flags))
+        out.append(attrs.evolve(u, figures=tuple(
+            with_peak_lines(f, pressure[f.name]) if f.name in todo else f for f in u.figures)))
+    return tuple(out)
+
+
+def _pressures(u: Input, names: set, spec: LaunchSpec, cu_flags: tuple) -> dict:
+    """``{kernel: PressureReport}`` of the kernels ``names`` of one PTX (or ``.cu``) input."""
+    if u.analysis is not None:
+        return {k.name: k.pressure for k in u.analysis.kernels if k.name in names}
+    from ptxforge.ptx.parse import parse
+    from ptxforge.reports.kernel_pool import KernelPart
+
+    data = _read(u.path)
+    text = (compile_cuda(data, u.path, spec.target, cu_flags) if u.kind == "cu"
+            else data.decode("utf-8", errors="replace"))
+    module = parse(text, u.path)
+    return {k.name: KernelPart(k, module.target).pressure for k in module.kernels if k.name in names}

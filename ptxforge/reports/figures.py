@@ -44,7 +44,7 @@ from ptxforge.ptx.demangle import full_name
 from .resources import launch_limits, register_limit
 
 __all__ = ["DETAILS", "KernelFigures", "entry_lines", "first_source_line", "kernel_figures",
-           "parts_for"]
+           "parts_for", "peak_source_lines", "with_peak_lines"]
 
 #: The figures that need the PTX's liveness (``estimate``, ``peak_lines``) or the prediction:
 #: a caller that prints none of them (``check``'s text and JUnit) leaves them out.
@@ -171,6 +171,21 @@ def first_source_line(kernel) -> Optional[tuple]:
     return fallback
 
 
+def peak_source_lines(pressure) -> tuple:
+    """``((file, line, units), ...)``: the (at most 3) source lines that define the most
+    32-bit units live at the peak of a :class:`~ptxforge.analysis.pressure.PressureReport`,
+    most first (a figure's ``peak_lines``)."""
+    return tuple((g.file, g.line, g.units) for g in pressure.peak.by_source
+                 if g.file is not None and g.line)[:3]
+
+
+def with_peak_lines(figures: KernelFigures, pressure) -> KernelFigures:
+    """``figures`` with the peak lines of ``pressure`` (computed later than the rest: SARIF
+    lists them for the kernels that fail only)."""
+    return attrs.evolve(figures, peak_lines=peak_source_lines(pressure),
+                        unread=tuple(f for f in figures.unread if f != "peak_lines"))
+
+
 def _prediction(ka) -> Optional[int]:
     """The predicted register count when the analysis carries one (another report adds it)."""
     p = getattr(ka, "prediction", None)
@@ -189,10 +204,7 @@ def _ptx_figures(res, text, origin, reads: frozenset) -> list:
         if not ka.is_entry:
             continue
         s, occ = ka.stats, ka.occupancy
-        peak_lines: tuple = ()
-        if "peak_lines" in reads:
-            peak_lines = tuple((g.file, g.line, g.units) for g in ka.pressure.peak.by_source
-                               if g.file is not None and g.line)[:3]
+        peak_lines = peak_source_lines(ka.pressure) if "peak_lines" in reads else ()
         out.append(KernelFigures(file=res.file, name=ka.name, arch=ka.arch,
                                  registers=None if s is None else s.registers,
                                  estimate=(ka.estimate.registers if "estimate" in reads

@@ -1,7 +1,7 @@
 """``check`` computes only what it prints, and prints the same bytes as the full analysis.
 
 ``ptxforge check`` leaves out the liveness and the prediction its output does not show (text
-and JUnit show none of them, SARIF the peak lines, JSON all three).  Each format is compared
+and JUnit show none of them, SARIF the peak lines of the failing kernels, JSON all three).  Each format is compared
 byte for byte with the same report built from the full analysis (``analyze_ptx`` with every
 part computed, the path ``check`` took before it went light), on real kernels: corpus sources
 compiled with NVRTC (``-lineinfo``; spills, mangled templates, calls, shared memory) beside a
@@ -17,7 +17,7 @@ import pytest
 
 from ptxforge.arch.spec import LaunchSpec
 from ptxforge.errors import PtxforgeError
-from ptxforge.frontends.inputs import collect, without_kernels
+from ptxforge.frontends.inputs import collect, fill_peak_lines, without_kernels
 from ptxforge.reports.analyze import analyze_ptx
 from ptxforge.reports.check import Budget, check
 from ptxforge.reports.figures import kernel_figures
@@ -107,6 +107,27 @@ def test_the_light_path_computes_no_liveness_and_no_prediction(build):
     light = next(u.analysis for u in units if u.path.endswith("pressure.ptx"))
     assert light.to_dict() == full.to_dict() and light.to_text() == full.to_text()
     assert all(ka.part.computed() for ka in light.kernels)
-    sarif_only = collect([build / "templates.ptx"], reads=("peak_lines",))[0].analysis
-    assert [k.part.computed() for k in sarif_only.kernels] == [("liveness", "pressure")] * len(
-        sarif_only.kernels)
+
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_sarif_computes_the_peak_lines_of_the_failing_kernels_only(build, jobs):
+    units = collect([build], reads=(), jobs=jobs)   # jobs 2: the Inputs hold no analysis
+    figures = [f for u in units for f in u.figures]
+    failing = [f for f in figures if f.registers > 24]
+    assert 0 < len(failing) < len(figures)
+    filled = fill_peak_lines(units, failing)
+    after = {(f.file, f.name): f for u in filled for f in u.figures}
+    full = {(f.file, f.name): f for p in sorted(build.glob("*.ptx")) if ".entry" in p.read_text()
+            for f in kernel_figures(analyze_ptx(p.read_text(), str(p)), p.read_text())}
+    assert any(f.peak_lines for f in failing) is False and len(after) == len(full)
+    for key, f in after.items():
+        if any((g.file, g.name) == key for g in failing):
+            assert f.peak_lines == full[key].peak_lines and "peak_lines" not in f.unread
+            assert f.peak_lines or f.source is None   # with -lineinfo the peak has lines
+        else:
+            assert f.peak_lines == () and "peak_lines" in f.unread
+    if jobs == 1:
+        computed = {k.name: k.part.computed() for u in filled if u.analysis is not None
+                    for k in u.analysis.kernels}
+        assert {n for n, c in computed.items() if c} == {f.name for f in failing}
