@@ -69,34 +69,41 @@ def _folder(corpus, files: dict, tmp: Path, quick: bool) -> Path:
     return sub
 
 
-def _ptxas_loop(env, folder: Path, recs: list) -> float:
-    """ptxas on every file of the folder, one process each, as the per-file table runs it."""
-    return sum(env.ptxas(folder / r["file"]).seconds for r in recs)
+def _ptxas_loop(env, folder: Path, recs: list) -> tuple:
+    """``(wall, cpu)`` seconds of ptxas on every file of the folder, one process each, as the
+    per-file table runs it."""
+    runs = [env.ptxas(folder / r["file"]) for r in recs]
+    return sum(r.seconds for r in runs), sum(r.cpu for r in runs)
 
 
 def _interleaved(env, folder: Path, recs: list, variants: list, timeout: float, rounds: int,
                  log) -> dict:
     """``{label: [round, ...]}``: each round runs the ptxas loop, every variant, and the loop
     again; a variant's ratio is over the mean of the two loops around it (one run, so the
-    load of the other processes on the machine weighs on both sides alike)."""
+    load of the other processes on the machine weighs on both sides alike).  The CPU seconds
+    (the command's and its children's, ptxas included) are beside the wall time: on a loaded
+    machine they vary less."""
     per: dict = {label: [] for label, _, _ in variants}
     for i in range(rounds):
         load = os.getloadavg()[0]
         before = _ptxas_loop(env, folder, recs)
         runs = [(label, env.ptxforge(args, timeout)) for label, args, _ in variants]
         after = _ptxas_loop(env, folder, recs)
-        px = (before + after) / 2
-        log(f"  round {i + 1}: load average {load:.2f}; ptxas loop {before:.2f} s before, "
-            f"{after:.2f} s after")
+        px, px_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+        log(f"  round {i + 1}: load average {load:.2f}; ptxas loop {before[0]:.2f} s before, "
+            f"{after[0]:.2f} s after (CPU {px_cpu:.2f} s)")
         for (label, run), (_, _, jobs) in zip(runs, variants):
             ok_rc = run.rc in (0, 1) and not run.timed_out
             note = "" if ok_rc else (f" (rc={run.rc}{', timed out' if run.timed_out else ''}: "
                                      f"{run.error_line})")
             target = " target <= 1.2x" if jobs in (None, 1) else ""
             log(f"    {label:28s} {('> ' if run.timed_out else '') + format(run.seconds, '.2f'):>9s}"
-                f" s  {run.seconds / px:.2f}x ptxas loop{target}{note}")
+                f" s  {run.seconds / px:.2f}x ptxas loop{target}; CPU {run.cpu:.2f} s, "
+                f"{run.cpu / px_cpu:.2f}x the loop's{note}")
             per[label].append({"seconds": run.seconds, "rc": run.rc, "timed_out": run.timed_out,
-                               "ptxas_loop": px, "ratio_ptxas": run.seconds / px, "load": load})
+                               "ptxas_loop": px, "ratio_ptxas": run.seconds / px, "load": load,
+                               "cpu": run.cpu, "ptxas_loop_cpu": px_cpu,
+                               "cpu_ratio_ptxas": run.cpu / px_cpu})
     return per
 
 
@@ -121,8 +128,10 @@ def _check_rows(env, folder: Path, recs: list, timeout: float, tmp: Path, log,
         out[label] = {"seconds": statistics.median(r["seconds"] for r in rs),
                       "rc": max(r["rc"] for r in rs), "timed_out": any(r["timed_out"] for r in rs),
                       "ratio_ptxas": ratio, "rounds": rs}
+        out[label]["cpu_ratio_ptxas"] = cpu = statistics.median(r["cpu_ratio_ptxas"] for r in rs)
         target = f"  target <= 1.2x  {_verdict(ratio, 1.2)}" if jobs in (None, 1) else ""
-        log(f"  {label:28s} median {ratio:.2f}x the ptxas loop over {len(rs)} rounds{target}")
+        log(f"  {label:28s} median {ratio:.2f}x the ptxas loop over {len(rs)} rounds (CPU "
+            f"{cpu:.2f}x){target}")
     first = out[variants[0][0]]
     if first["rc"] not in (0, 1) and not first["timed_out"]:
         # real build folders hold globals-only PTX files; time the rest too, so the row has a figure

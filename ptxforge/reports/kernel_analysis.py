@@ -67,6 +67,10 @@ class KernelAnalysis:
     ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
     ``block_source`` says where ``block_size`` came from (``"given"``, ``".reqntid"``,
     ``".maxntid"``, ``"default"``); ``stats_note`` why a compiled ``.func`` has no stats.
+    ``part`` (:class:`~ptxforge.reports.kernel_pool.KernelPart`) holds ``mix``, ``pressure``
+    and ``prediction``, each computed when first read unless the analysis computed it up
+    front (:class:`~ptxforge.reports.run_options.RunOptions` ``parts``); ``occupancy_at``
+    gives the occupancy of this launch at any register count.
     """
 
     name: str
