@@ -23,7 +23,9 @@ runs them (wall time of the child, sequentially):
   path;
 * the worst file's ratio; a ~10 KB file against ``python -c pass``;
 * ``ptxforge check DIR`` over the small-file folder against ptxas's total over those files,
-  with ``--jobs 1`` and ``--jobs 2``; ``ptxforge analyze --no-compile DIR`` (folder mode);
+  with ``--jobs 1`` and ``--jobs 2``, interleaved: ``--rounds`` times the ptxas loop over the
+  folder, each check, the loop again (the ratio is over the two loops around it; the median
+  of the rounds is the figure, and each round's load average is printed); ``ptxforge analyze --no-compile DIR`` (folder mode);
 * ``--jobs`` scaling of ``analyze`` on the many-kernel file;
 * peak memory on the largest file: the child's max RSS (``wait4``) and the sampled sum over its
   process tree, with and without ``--jobs 2``.
@@ -36,6 +38,7 @@ Usage::
 
     PYTHONPATH=. python bench/bench_scale.py [--classes cub,many,...] [--quick] [--json OUT.json]
                                              [--timeout 300] [--no-json-row] [--sample-small N]
+                                             [--rounds 2]
                                              [--replay IN.json]
 
 The baseline figures (before issue 24's changes) are in docs/cli.md, "At scale".
@@ -188,6 +191,9 @@ def main(argv=None) -> int:
     p.add_argument("--sample-small", type=int, metavar="N",
                    help="time ptxforge per file on N evenly spaced small files only (ptxas on all, "
                         "for the folder rows)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="rounds of `check DIR` interleaved with the ptxas loop (default 2): "
+                        "each check's ratio is over the loops run just before and after it")
     p.add_argument("--cache", type=Path,
                    help="corpus cache folder (default ~/.cache/ptxforge-bench-scale)")
     p.add_argument("--replay", metavar="IN.json",

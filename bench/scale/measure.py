@@ -38,6 +38,7 @@ class Run:
     timed_out: bool = False
     max_rss: int = 0          # wait4's ru_maxrss of the child (its largest process)
     tree_rss: int = 0         # sampled peak of the RSS summed over the child's process tree
+    cpu: float = 0.0          # user + system seconds of the child and its reaped children
     stdout: str = ""
     error_line: str = ""
 
@@ -108,7 +109,8 @@ def run_timed(cmd: list, timeout: float | None = None, env: dict | None = None,
         stdout = out.read().decode(errors="replace") if keep_stdout else ""
     line = stderr.splitlines()[-1][:200] if stderr else ""
     return Run(rc=proc.returncode, seconds=seconds, timed_out=killed.is_set(),
-               max_rss=usage.ru_maxrss * 1024, tree_rss=peak[0], stdout=stdout, error_line=line)
+               max_rss=usage.ru_maxrss * 1024, tree_rss=peak[0], stdout=stdout, error_line=line,
+               cpu=usage.ru_utime + usage.ru_stime)
 
 
 class Env:

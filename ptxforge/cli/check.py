@@ -119,11 +119,18 @@ def run(args) -> int:
         raise UsageError("no budget to check: give --max-registers, --no-spills, "
                          "--max-stack, --min-occupancy, --budget FILE.toml or --races")
     units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
-                    cu_flags=args.cu_flags)
+                    cu_flags=args.cu_flags, reads=_reads(args))
     kernels = [f for u in units for f in u.figures]
     if not kernels:
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
     report = check(kernels, base, budget_file, without_kernels(units))
+    if args.sarif and report.failures and not args.json:   # the failing kernels' peak lines
+        from ptxforge.frontends.inputs import fill_peak_lines
+
+        units = fill_peak_lines(units, [f.kernel for f in report.failures],
+                                spec_from_args(args), args.cu_flags)
+        kernels = [f for u in units for f in u.figures]
+        report = check(kernels, base, budget_file, without_kernels(units))
     if args.sarif:
         from ptxforge.reports.sarif import sarif_text
 
@@ -140,6 +147,15 @@ def run(args) -> int:
     else:
         sys.stdout.write(report.to_text() + (_race_text(races) if args.races else ""))
     return max(report.exit_status, int(any(found for _, _, found in races)))
+
+
+def _reads(args) -> tuple:
+    """The figures beyond ptxas's that the output prints for every kernel (the rest is not
+    computed): JSON the estimate, prediction and peak lines; the text and JUnit none; SARIF
+    the peak lines of the failing kernels only (computed once the budgets are checked)."""
+    from ptxforge.reports.figures import DETAILS
+
+    return DETAILS if args.json else ()
 
 
 def _threads(block) -> int | None:

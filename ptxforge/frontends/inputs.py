@@ -29,7 +29,7 @@ import attrs
 from ptxforge._parallel import default_jobs, ordered_map
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.errors import NoKernelError, PtxforgeError
-from ptxforge.reports.figures import kernel_figures
+from ptxforge.reports.figures import DETAILS, kernel_figures, parts_for, with_peak_lines
 
 from . import triton_cache
 from .cuda_source import compile_cuda, is_cuda_source
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
     from ptxforge.reports.cubin import CubinReport
 
-__all__ = ["Input", "collect", "expand", "without_kernels"]
+__all__ = ["Input", "collect", "expand", "fill_peak_lines", "without_kernels"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -104,9 +104,8 @@ def _read(path: str) -> bytes:
 
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
-         cu_flags: Sequence[str] = (), jobs: Optional[int] = 1) -> Input:
+         cu_flags: Sequence[str] = (), reads: tuple = DETAILS, jobs: Optional[int] = 1) -> Input:
     from ptxforge.reports.analyze import RunOptions, analyze_ptx
-    from ptxforge.reports.cubin import analyze_cubin
 
     if kind == "triton":
         res, text = triton_cache.analyze_entry(what, compile=compile, target=spec.target)
@@ -114,15 +113,19 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
                      figures=kernel_figures(res, text, "triton"))
     data = _read(what)
     if kind == "cubin":
+        from ptxforge.reports.cubin import analyze_cubin
+
         res = analyze_cubin(data, what, spec)
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = (compile_cuda(data, what, spec.target, cu_flags) if kind == "cu"
             else data.decode("utf-8", errors="replace"))
     try:
-        res = analyze_ptx(text, what, spec, compile=compile, run=RunOptions(jobs=jobs))
+        res = analyze_ptx(text, what, spec, compile=compile,
+                          run=RunOptions(jobs=jobs, parts=parts_for(reads)))
     except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
         return Input(path=what, kind=kind, rel=rel, analysis=None, figures=(), no_kernel=True)
-    return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res, text))
+    return Input(path=what, kind=kind, rel=rel, analysis=res,
+                 figures=kernel_figures(res, text, reads=reads))
 
 
 def without_kernels(units: Sequence) -> list:
@@ -138,7 +141,7 @@ def without_kernels(units: Sequence) -> list:
 
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
             compile: bool = True, jobs: Optional[int] = 1,
-            cu_flags: Sequence[str] = ()) -> tuple:
+            cu_flags: Sequence[str] = (), reads: Sequence[str] = DETAILS) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
@@ -147,11 +150,14 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
     uncompilable input.  ``jobs`` above 1 (None: the cores) analyses the files in that many
     worker processes; their Inputs then carry the figures only (``analysis`` is None).
     A ``.cu`` source is compiled with NVRTC for the spec's target (default sm_80) with
-    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`)."""
+    ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`).  ``reads`` names
+    the figures of :data:`~ptxforge.reports.figures.DETAILS` the caller reads (the liveness
+    and the prediction of a PTX kernel are computed only for those; ``check`` without
+    ``--json`` or ``--sarif`` reads none)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
-    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags)) for path in paths
+    tasks = [(kind, what, rel, spec, compile, tuple(cu_flags), tuple(reads)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
         return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel
@@ -170,3 +176,44 @@ def _one_in_worker(task: tuple):
         return attrs.evolve(_one(*task), analysis=None)
     except PtxforgeError as exc:
         return str(exc)
+
+
+def fill_peak_lines(units: Sequence, wanted: Sequence, spec: Union[LaunchSpec, str, None] = None,
+                    cu_flags: Sequence[str] = ()) -> tuple:
+    """The :class:`Input` s with the peak lines of the figures in ``wanted`` computed (those
+    :func:`collect` left out, ``reads`` without ``"peak_lines"``): from the analysis held, else
+    (a worker's Input) from the file parsed again; ``spec`` and ``cu_flags`` are
+    :func:`collect`'s (a ``.cu`` source is compiled again).  ``check --sarif`` lists the peak
+    lines of the kernels that fail only, so only theirs are computed.
+
+    Example::
+
+        >>> units = collect(["build/"], reads=())                   # doctest: +SKIP
+        >>> fill_peak_lines(units, [units[0].figures[0]])[0].figures[0].peak_lines  # doctest: +SKIP
+        (('gemm.cu', 41, 8),)
+    """
+    want = {id(f) for f in wanted}
+    out = []
+    for u in units:
+        todo = {f.name for f in u.figures if id(f) in want and "peak_lines" in f.unread}
+        if not todo:
+            out.append(u)
+            continue
+        pressure = _pressures(u, todo, launch_spec(spec), tuple(cu_flags))
+        out.append(attrs.evolve(u, figures=tuple(
+            with_peak_lines(f, pressure[f.name]) if f.name in todo else f for f in u.figures)))
+    return tuple(out)
+
+
+def _pressures(u: Input, names: set, spec: LaunchSpec, cu_flags: tuple) -> dict:
+    """``{kernel: PressureReport}`` of the kernels ``names`` of one PTX (or ``.cu``) input."""
+    if u.analysis is not None:
+        return {k.name: k.pressure for k in u.analysis.kernels if k.name in names}
+    from ptxforge.ptx.parse import parse
+    from ptxforge.reports.kernel_pool import KernelPart
+
+    data = _read(u.path)
+    text = (compile_cuda(data, u.path, spec.target, cu_flags) if u.kind == "cu"
+            else data.decode("utf-8", errors="replace"))
+    module = parse(text, u.path)
+    return {k.name: KernelPart(k, module.target).pressure for k in module.kernels if k.name in names}

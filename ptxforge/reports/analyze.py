@@ -64,35 +64,31 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import attrs
 
 from ptxforge.analysis.gc_pause import gc_paused
-from ptxforge.analysis.mix import InstructionMix
-from ptxforge.analysis.prediction import Prediction
-from ptxforge.analysis.pressure import PressureReport
-from ptxforge.arch.occupancy import Occupancy, RegisterCliffs, occupancy, unknown_arch_reason
+from ptxforge.arch.occupancy import Occupancy, occupancy, unknown_arch_reason
 from ptxforge.arch.spec import LaunchSpec, launch_spec
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import NoKernelError, PtxforgeError, UnsupportedError
 from ptxforge.ptx import ir
-from ptxforge.ptx.demangle import display_name, full_name
+from ptxforge.ptx.demangle import display_name
 from ptxforge.ptx.parse import parse
 
-from .analyze_text import SUMMARY_ABOVE, render_kernel, render_module
-from .kernel_pool import make_pool, parts_here
+from .analyze_text import SUMMARY_ABOVE, render_module
+from .kernel_analysis import KernelAnalysis, occupancy_fields
+from .kernel_pool import KernelPart, make_pool, parts_here
 
 if TYPE_CHECKING:  # the compile machinery is imported when something is compiled
-    from ptxforge.toolchain.compile import CompileRequest, KernelStats
+    from ptxforge.toolchain.compile import CompileRequest
 
     from .analyze_compile import CompiledResult, SassGaps
-    from .gap import Gap
 from ptxforge.ptx.names import match_kernels
 
-from .estimate import Comparison, Estimate, compare_with_ptxas
-from .peak import peak_groups
 from .resources import (
     DEFAULT_BLOCK,
     callers_of,
@@ -101,7 +97,6 @@ from .resources import (
     launch_limits,
     local_array_bytes,
     no_caller_note,
-    ptxas_fields,
     register_limit,
     resolve_block,
     resolve_target,
@@ -142,190 +137,6 @@ def check_target(target: Union[str, int], *, compile: bool = True) -> str:
     if not compile and tgt.occupancy_reason is not None:
         raise UnsupportedError(f"occupancy: {tgt.occupancy_reason}")
     return tgt.name
-
-
-def occupancy_fields(occ: Occupancy) -> dict:
-    """The JSON occupancy keys shared by every command (``blocks_per_sm``, ``occupancy``, …)."""
-    return {"registers": occ.registers, "block_size": occ.block_size,
-            "shared": occ.shared_per_block, "blocks_per_sm": occ.active_blocks,
-            "occupancy": round(occ.occupancy, 6),
-            "limiter": occ.limiting[0] if occ.limiting else None,
-            "limiters": list(occ.limiting), "active_warps": occ.active_warps,
-            "max_warps": occ.max_warps, "launchable": occ.launchable, "reason": occ.reason}
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class KernelAnalysis:
-    """Everything ``ptxforge analyze`` reports for one kernel (or ``.func``).
-
-    ``occupancy`` is at ptxas's register count when the module was compiled and at the
-    estimate otherwise (at most the register limit: above it ptxas spills); ``occupancy_
-    estimate`` is always at the estimate; ``cliffs`` are the register cliffs around the count
-    ``occupancy`` uses.  All three are None when the occupancy table lacks the architecture
-    or the function is a ``.func`` (``occupancy_note`` says why); a block size the kernel's
-    ``.reqntid``/``.maxntid`` (or ptxas) forbids gives 0 blocks with a ``reason``.
-    ``block_source`` says where ``block_size`` came from (``"given"``, ``".reqntid"``,
-    ``".maxntid"``, ``"default"``); ``stats_note`` why a compiled ``.func`` has no stats.
-    """
-
-    name: str
-    is_entry: bool
-    arch: str
-    block_size: int
-    mix: InstructionMix
-    pressure: PressureReport
-    stats: Optional[KernelStats]
-    occupancy: Optional[Occupancy]
-    occupancy_estimate: Optional[Occupancy]
-    cliffs: Optional[RegisterCliffs]
-    kernel: Optional[ir.Kernel] = attrs.field(default=None, eq=False, repr=False)
-    occupancy_note: Optional[str] = None   # why occupancy is unknown (None: it is known)
-    block_source: str = "given"
-    dynamic_shared: int = 0
-    local_bytes: int = 0                   # .local arrays declared in the PTX
-    constant_bank0: Optional[int] = None   # ptxas's cmem[0] (log, else the cubin)
-    param_bytes: Optional[int] = None      # of which kernel parameters (the cubin)
-    stats_note: Optional[str] = None
-    callers: tuple = ()                    # for a .func: the functions that call it
-    mode_note: Optional[str] = None        # relocatable vs whole-program (toolchain.modes)
-    prediction: Optional[Prediction] = None  # ptxas's count predicted from the PTX
-    #: the SASS explanations, computed when :attr:`gap` is first read (entries compiled)
-    sass: Optional[SassGaps] = attrs.field(default=None, eq=False, repr=False)
-
-    @property
-    def gap(self) -> Optional[Gap]:
-        """REGCOUNT − estimate explained from the SASS (None: not compiled, not an entry,
-        or the SASS could not be read); computed on first use."""
-        return None if self.sass is None else self.sass.gap(self.name)
-
-    @property
-    def gap_note(self) -> Optional[str]:
-        """Why the notes are the PTX's guesses (the SASS could not be read), or None."""
-        return None if self.sass is None else self.sass.note(self.name)
-
-    @property
-    def estimate(self) -> Estimate:
-        """Peak general registers (32-bit units) and peak predicates from liveness."""
-        return Estimate(registers=self.pressure.peak.units,
-                        predicates=self.pressure.pred_peak.units)
-
-    @property
-    def demangled(self) -> str:
-        """The kernel's C++ name (the name itself when it is not mangled)."""
-        return full_name(self.name)
-
-    @property
-    def register_limit(self) -> int:
-        """The most registers a thread can have on the target (255)."""
-        return register_limit(self.arch)
-
-    @property
-    def over_limit(self) -> int:
-        """How many registers the estimate needs beyond :attr:`register_limit` (0: none)."""
-        return max(self.estimate.registers - self.register_limit, 0)
-
-    @property
-    def comparison(self) -> Optional[Comparison]:
-        """Estimate vs ptxas (with its explanatory notes); None when ptxas was not run."""
-        if self.stats is None:
-            return None
-        spec = LaunchSpec(target=self.arch, block=self.block_size,
-                          dynamic_shared=self.dynamic_shared)
-        c = compare_with_ptxas(self.estimate, self.stats, spec, kernel=self.kernel, gap=self.gap)
-        if not self.is_entry:  # a .func is not launched: no occupancy to compare
-            c = attrs.evolve(c, occupancy_estimate=None, occupancy_ptxas=None)
-        return c
-
-    @property
-    def occupancy_basis(self) -> str:
-        """``"ptxas"`` or ``"estimate"``: which register count ``occupancy`` uses."""
-        return "estimate" if self.stats is None else "ptxas"
-
-    def notes(self) -> tuple:
-        """This kernel's own notes: an estimate above the register limit, and (compiled) why
-        ptxas's count differs from the estimate."""
-        out = []
-        if self.over_limit:
-            est, lim, s = self.estimate.registers, self.register_limit, self.stats
-            text = (f"The estimate needs {est} registers, {self.over_limit} more than the {lim} "
-                    f"a thread can have on {self.arch}: as written, the PTX keeps more values "
-                    "live than a thread can hold, so ptxas must reorder the code (shortening "
-                    f"live ranges) or spill at least {self.over_limit} registers' worth of "
-                    f"values; occupancy at the estimate is taken at {lim}.")
-            if s is not None:
-                text += (f" ptxas spilled {s.spill_stores} bytes (stores) with {s.registers} "
-                         "registers." if s.spills else
-                         f" ptxas reordered: {s.registers} registers, no spills.")
-            out.append(text)
-        if self.comparison is not None:
-            out += self.comparison.notes(general=False)
-        if self.gap_note:
-            out.append(self.gap_note)
-        if self.mode_note:
-            out.append(self.mode_note)
-        return tuple(out)
-
-    def to_dict(self, top: int = 10) -> dict:
-        """JSON-ready dict (keys in the module docstring); ``top`` caps the listed values,
-        source lines, functions and call sites (0: all)."""
-        cut = (lambda xs: list(xs)) if top <= 0 else (lambda xs: list(xs)[:top])
-        p, s, lim = self.pressure.peak, self.stats, self.register_limit
-        mix = self.mix.to_dict()
-        ptxas = ptxas_fields(s, lim, self.constant_bank0, self.param_bytes)
-        oe, c = self.occupancy_estimate, self.cliffs
-        common = {"basis": self.occupancy_basis, "register_limit": lim,
-                  "block_source": self.block_source, "dynamic_shared": self.dynamic_shared}
-        if self.occupancy is None:
-            est = min(p.units, lim)
-            occ = {**common, "registers": s.registers if s else est,
-                   "block_size": self.block_size, "shared": None, "blocks_per_sm": None,
-                   "occupancy": None, "limiter": None, "limiters": [], "active_warps": None,
-                   "max_warps": None, "launchable": None, "reason": self.occupancy_note,
-                   "to_gain": None, "next_blocks": None, "headroom": None,
-                   "estimate": {"registers": est, "blocks_per_sm": None, "occupancy": None,
-                                "limiter": None}}
-        else:
-            assert oe is not None and c is not None   # known with the occupancy
-            occ = {**common, **occupancy_fields(self.occupancy),
-                   "to_gain": c.to_gain, "next_blocks": c.next_blocks, "headroom": c.headroom,
-                   "estimate": {"registers": oe.registers, "blocks_per_sm": oe.active_blocks,
-                                "occupancy": round(oe.occupancy, 6),
-                                "limiter": oe.limiting[0] if oe.limiting else None}}
-        return {
-            "name": self.name,
-            "demangled": self.demangled,
-            "entry": self.is_entry,
-            "instructions": self.mix.instructions,
-            "vregs": mix["vregs"],
-            "declared": mix["declared"],
-            "mix": {k: mix[k] for k in ("by_family", "by_opcode", "groups", "selp")},
-            "estimate": {"registers": p.units, "predicates": self.pressure.pred_peak.units,
-                         "utilization": round(p.units / lim, 6), "over_limit": self.over_limit,
-                         "local_array_bytes": self.local_bytes,
-                         "peak_index": p.index, "peak_instruction": p.instruction,
-                         "peak_count": len(p.indices), "by_class": dict(p.by_class),
-                         "values_total": len(p.values),
-                         "values": [v.to_dict() for v in cut(p.values)],
-                         "by_source": [g.to_dict() for g in cut(p.by_source)],
-                         "by_function": [g.to_dict() for g in cut(self.groups("function"))],
-                         "by_callsite": [g.to_dict() for g in cut(self.groups("callsite"))]},
-            "prediction": None if self.prediction is None else self.prediction.to_dict(),
-            "ptxas": ptxas,
-            "occupancy": occ,
-            "gap": None if self.gap is None else [
-                {"reason": r.reason, "registers": r.registers} for r in self.gap.reasons],
-            "gap_effects": None if self.gap is None else [e.to_dict() for e in self.gap.effects()],
-            "notes": list(self.notes()),
-        }
-
-    def groups(self, by: str = "line") -> tuple:
-        """The values live at the peak grouped by ``"line"``, ``"function"`` or
-        ``"callsite"`` (:mod:`ptxforge.reports.peak`)."""
-        return peak_groups(self.kernel, self.pressure.peak, by)
-
-    def to_text(self, top: int = 10, by: str = "line") -> str:
-        """The kernel's section of the ``analyze`` text report."""
-        return render_kernel(self, top, by)
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -432,21 +243,23 @@ def analyze_module(module: ir.Module, spec: Union[LaunchSpec, str, int, None] = 
     with gc_paused():
         run = run or RunOptions()
         return _analyze_module(module, launch_spec(spec), compile, kernel, ptx, file, request,
-                               run.progress, run.explain, run.jobs)
+                               run)
 
 
 def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, ptx, file: str,
-                    request: Optional[CompileRequest], progress=None,
-                    explain: Optional[bool] = False, jobs: Optional[int] = 1,
+                    request: Optional[CompileRequest], run: RunOptions,
                     early=None) -> ModuleAnalysis:
     """The body of :func:`analyze_module` (collector paused): ptxas runs in the background
-    (:mod:`.analyze_compile`; ``early``: started before the parse) while kernels are analysed."""
+    (:mod:`.analyze_compile`; ``early``: started before the parse) while kernels are analysed
+    (the pieces ``run.parts`` names; the rest when first read)."""
     tgt, arch_source, arch_note = resolve_target(spec.target, module.target)
     chosen = _select(module, kernel, file)
+    progress, explain = run.progress, run.explain
     if explain is None:
         explain = len(chosen) <= SUMMARY_ABOVE
     side = early.side if early is not None and early.target == tgt else None
-    pool = None if early else make_pool(module, chosen, tgt, ptx, jobs)  # forks before ptxas
+    pool = (None if early or run.parts == ()    # the pool forks before ptxas starts
+            else make_pool(module, chosen, tgt, ptx, run.jobs))
     try:
         if compile and side is None:
             from .analyze_compile import start_compile
@@ -456,7 +269,7 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
         if progress is not None and len(chosen) > 1:   # e.g. the CLI's line on a terminal
             progress(0, len(chosen), chosen[0].name)
         parts, known = ((pool.parts(), {}) if pool is not None
-                        else parts_here(chosen, tgt, progress))
+                        else parts_here(chosen, tgt, progress, run.parts))
         if side is None:
             out = [_kernel_analysis(module, k, part, tgt, spec) for k, part in zip(chosen, parts)]
             return _module_analysis(module, file, tgt, arch_source, spec,
@@ -487,15 +300,14 @@ class _Compiled:
     stats: dict = attrs.Factory(dict)      # the entries' KernelStats by name
 
 
-def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spec: LaunchSpec,
-                     ctx: Optional[_Compiled] = None) -> KernelAnalysis:
+def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: KernelPart, tgt: str,
+                     spec: LaunchSpec, ctx: Optional[_Compiled] = None) -> KernelAnalysis:
     """One kernel's analysis from its PTX part and (compiled) the build's figures."""
-    mix, pressure, prediction = part
     local = local_array_bytes(k)
     threads, block_source = resolve_block(k, spec.block)
     stats = stats_note = None
     callers = () if k.is_entry else callers_of(module, k.name)
-    cb0 = params = None
+    bank = None
     if ctx is not None:
         compiled = ctx.res.compiled
         if k.is_entry:
@@ -509,15 +321,12 @@ def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spe
                 stats_note = "; ".join(n for n in (stats_note, FUNC_NOTE) if n)
     if stats is not None:
         assert ctx is not None
-        cb0 = getattr(stats, "constant_bank0", None)
-        bank, params = ctx.res.banks.get(k.name, (None, None))
-        if cb0 is None:
-            cb0 = bank or None
+        bank = functools.partial(ctx.res.bank, k.name)
         kw = dict(shared=stats.shared, barriers=max(stats.barriers or 1, 1))
     else:
         kw = dict(shared=static_shared_bytes(module, k))
     kw["dynamic_shared"] = spec.dynamic_shared
-    occ = occ_est = cliffs = None
+    occ = at = cliffs = None
     note = unknown_arch_reason(tgt)
     if not k.is_entry:
         note = (f"{display_name(k.name)} is a .func, not a kernel: it is never launched "
@@ -527,19 +336,24 @@ def _kernel_analysis(module: ir.Module, k: ir.Kernel, part: tuple, tgt: str, spe
                    else no_caller_note(module, k.name)))
     elif note is None:
         lim = launch_limits(k, stats)
-        est = min(pressure.peak.units, register_limit(tgt))
-        occ_est = occupancy(est, threads, tgt, **kw, kernel_limits=lim)
-        occ = occ_est if stats is None else occupancy(stats.registers, threads, tgt, **kw,
-                                                      kernel_limits=lim)
+        at = functools.partial(_occupancy_at, threads, tgt, kw, lim)
+        # compiled: ptxas's count (the estimate's occupancy is computed when read)
+        occ = at(min(part.pressure.peak.units, register_limit(tgt)) if stats is None
+                 else stats.registers)
         cliffs = cliffs_at(occ.registers, threads, tgt, **kw, kernel_limits=lim)
     return KernelAnalysis(
-        name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, mix=mix,
-        pressure=pressure, stats=stats, occupancy=occ, occupancy_estimate=occ_est,
+        name=k.name, is_entry=k.is_entry, arch=tgt, block_size=threads, part=part,
+        stats=stats, occupancy=occ, occupancy_at=at,
         cliffs=cliffs, kernel=k, occupancy_note=note, block_source=block_source,
-        dynamic_shared=spec.dynamic_shared, local_bytes=local, constant_bank0=cb0,
-        param_bytes=params, stats_note=stats_note, callers=callers,
+        dynamic_shared=spec.dynamic_shared, local_bytes=local, cubin_bank=bank,
+        stats_note=stats_note, callers=callers,
         mode_note=None if ctx is None else ctx.res.mode_notes.get(k.name),
-        prediction=prediction, sass=ctx.gaps if ctx is not None and k.is_entry else None)
+        sass=ctx.gaps if ctx is not None and k.is_entry else None)
+
+
+def _occupancy_at(threads: int, tgt: str, kw: dict, limits, registers: int) -> Occupancy:
+    """Occupancy at ``registers`` for one kernel's launch (its :attr:`occupancy_at`)."""
+    return occupancy(registers, threads, tgt, **kw, kernel_limits=limits)
 
 
 def _module_analysis(module: ir.Module, file: str, tgt: str, arch_source: str, spec: LaunchSpec,
@@ -596,5 +410,4 @@ def analyze_ptx(text: Union[str, bytes], file: str = "<ptx>",
         early = early_compile(text, spec.target, request, run)
     with gc_paused():
         module = parse(text, file, strict=strict)
-        return _analyze_module(module, spec, compile, kernel, text, file, request, run.progress,
-                               run.explain, run.jobs, early)
+        return _analyze_module(module, spec, compile, kernel, text, file, request, run, early)

@@ -39,13 +39,20 @@ __all__ = ["EarlyCompile", "FUNC_NOTE", "CompiledResult", "CompiledSide", "SassG
 
 @attrs.frozen(slots=True, kw_only=True)
 class CompiledResult:
-    """What the compile gave: the build, the cubin's ``{function: (cmem[0], parameter
-    bytes)}`` and the relocatable notes per kernel."""
+    """What the compile gave: the build, the relocatable notes per kernel and (read from the
+    cubin when first asked, :meth:`bank`) each function's constant bank 0."""
 
     compiled: Compiled
-    banks: dict
     mode_notes: dict
     sass: Optional[tuple] = None    # (SassLiveness or None, why not) when read at once
+    _banks: list = attrs.field(factory=list, eq=False, repr=False)   # [{function: bank}]
+
+    def bank(self, name: str) -> tuple:
+        """``(cmem[0] bytes, parameter bytes)`` of function ``name`` from the cubin (``(None,
+        None)`` when the cubin does not say); the cubin is read once, on the first call."""
+        if not self._banks:
+            self._banks.append(_constant_banks(self.compiled))
+        return self._banks[0].get(name, (None, None))
 
 
 class SassGaps:
@@ -176,8 +183,7 @@ def _build(request: CompileRequest, source, tgt: str, options, prefetch: bool
     compiled = request.compile(source, tgt, options)
     sass = read_sass(compiled) if prefetch and compiled.cubin is not None else None
     notes = relocatable_notes(compiled, source, tgt) if compiled.mode == "relocatable" else {}
-    return CompiledResult(compiled=compiled, banks=_constant_banks(compiled), mode_notes=notes,
-                          sass=sass)
+    return CompiledResult(compiled=compiled, mode_notes=notes, sass=sass)
 
 
 def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: list,

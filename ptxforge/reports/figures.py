@@ -38,11 +38,30 @@ from typing import Optional
 import attrs
 
 from ptxforge.arch.occupancy import KernelLimits, Occupancy, occupancy
+from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import full_name
 
 from .resources import launch_limits, register_limit
 
-__all__ = ["KernelFigures", "entry_lines", "first_source_line", "kernel_figures"]
+__all__ = ["DETAILS", "KernelFigures", "entry_lines", "first_source_line", "kernel_figures",
+           "parts_for", "peak_source_lines", "with_peak_lines"]
+
+#: The figures that need the PTX's liveness (``estimate``, ``peak_lines``) or the prediction:
+#: a caller that prints none of them (``check``'s text and JUnit) leaves them out.
+DETAILS = ("estimate", "prediction", "peak_lines")
+
+
+def parts_for(reads) -> tuple:
+    """The pieces of each kernel's PTX part (:class:`~ptxforge.reports.run_options.RunOptions`
+    ``parts``) that the figures named in ``reads`` need, to compute them beside ptxas.
+
+    Example::
+
+        >>> parts_for(()), parts_for(["peak_lines"]), parts_for(DETAILS)
+        ((), ('pressure',), ('pressure', 'prediction'))
+    """
+    reads = set(reads)
+    return (("pressure",) if reads else ()) + (("prediction",) if "prediction" in reads else ())
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -81,6 +100,8 @@ class KernelFigures:
     origin: str = "ptx"
     occupancy_note: Optional[str] = None
     _at: Optional[Callable] = attrs.field(default=None, eq=False, repr=False)
+    #: the figures of :data:`DETAILS` not computed (None, ``()``): :meth:`to_dict` refuses
+    unread: tuple = attrs.field(default=(), eq=False, repr=False)
 
     @property
     def demangled(self) -> str:
@@ -100,7 +121,10 @@ class KernelFigures:
         return None if self._at is None else self._at(block)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict of the figures."""
+        """JSON-ready dict of the figures (every one of them computed)."""
+        if self.unread:
+            raise PtxforgeError(f"{self.name}: the figures {', '.join(self.unread)} were not "
+                                "computed (kernel_figures(..., reads=DETAILS) has them)")
         return {"file": self.file, "name": self.name, "demangled": self.demangled,
                 "arch": self.arch, "origin": self.origin, "registers": self.registers,
                 "estimate": self.estimate, "prediction": self.prediction,
@@ -147,6 +171,21 @@ def first_source_line(kernel) -> Optional[tuple]:
     return fallback
 
 
+def peak_source_lines(pressure) -> tuple:
+    """``((file, line, units), ...)``: the (at most 3) source lines that define the most
+    32-bit units live at the peak of a :class:`~ptxforge.analysis.pressure.PressureReport`,
+    most first (a figure's ``peak_lines``)."""
+    return tuple((g.file, g.line, g.units) for g in pressure.peak.by_source
+                 if g.file is not None and g.line)[:3]
+
+
+def with_peak_lines(figures: KernelFigures, pressure) -> KernelFigures:
+    """``figures`` with the peak lines of ``pressure`` (computed later than the rest: SARIF
+    lists them for the kernels that fail only)."""
+    return attrs.evolve(figures, peak_lines=peak_source_lines(pressure),
+                        unread=tuple(f for f in figures.unread if f != "peak_lines"))
+
+
 def _prediction(ka) -> Optional[int]:
     """The predicted register count when the analysis carries one (another report adds it)."""
     p = getattr(ka, "prediction", None)
@@ -158,19 +197,18 @@ def _prediction(ka) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _ptx_figures(res, text, origin) -> list:
+def _ptx_figures(res, text, origin, reads: frozenset) -> list:
     lines = entry_lines(text)
     out = []
     for ka in res.kernels:
         if not ka.is_entry:
             continue
         s, occ = ka.stats, ka.occupancy
-        peak = ka.pressure.peak
-        peak_lines = tuple((g.file, g.line, g.units) for g in peak.by_source
-                           if g.file is not None and g.line)[:3]
+        peak_lines = peak_source_lines(ka.pressure) if "peak_lines" in reads else ()
         out.append(KernelFigures(file=res.file, name=ka.name, arch=ka.arch,
                                  registers=None if s is None else s.registers,
-                                 estimate=ka.estimate.registers,
+                                 estimate=(ka.estimate.registers if "estimate" in reads
+                                           else None),
                                  spill_stores=None if s is None else s.spill_stores,
                                  spill_loads=None if s is None else s.spill_loads,
                                  stack=None if s is None else s.stack_frame,
@@ -178,12 +216,13 @@ def _ptx_figures(res, text, origin) -> list:
                                  block_size=ka.block_size, block_source=ka.block_source,
                                  blocks_per_sm=None if occ is None else occ.active_blocks,
                                  occupancy=None if occ is None else occ.occupancy,
-                                 prediction=_prediction(ka),
+                                 prediction=_prediction(ka) if "prediction" in reads else None,
                                  source=(first_source_line(ka.kernel)
                                          if ka.kernel is not None else None),
                                  entry_line=lines.get(ka.name), peak_lines=peak_lines,
                                  origin=origin, occupancy_note=ka.occupancy_note,
-                                 at=None if occ is None else _ptx_occupancy(ka)))
+                                 at=None if occ is None else _ptx_occupancy(ka),
+                                 unread=tuple(f for f in DETAILS if f not in reads)))
     return out
 
 
@@ -222,11 +261,14 @@ def _cubin_figures(rep) -> list:
     return out
 
 
-def kernel_figures(analysis, text: Optional[str] = None, origin: Optional[str] = None) -> tuple:
+def kernel_figures(analysis, text: Optional[str] = None, origin: Optional[str] = None,
+                   reads=DETAILS) -> tuple:
     """The :class:`KernelFigures` of every kernel (``.entry``) of ``analysis`` (a
     ``ModuleAnalysis`` or a ``CubinReport``); ``text`` is the PTX, for the ``.entry`` lines;
-    ``origin`` overrides ``"ptx"``/``"cubin"`` (a front end's name)."""
+    ``origin`` overrides ``"ptx"``/``"cubin"`` (a front end's name); ``reads`` names the
+    figures of :data:`DETAILS` the caller reads (those left out are not computed: a PTX
+    analysis made with fewer parts up front then skips liveness or the prediction)."""
     if hasattr(analysis, "compiled"):
-        return tuple(_ptx_figures(analysis, text, origin or "ptx"))
+        return tuple(_ptx_figures(analysis, text, origin or "ptx", frozenset(reads)))
     figs = _cubin_figures(analysis)
     return tuple(attrs.evolve(f, origin=origin) for f in figs) if origin else tuple(figs)

@@ -7,55 +7,147 @@ pressure, prediction: what needs no compiler) and :meth:`KernelPool.gaps` each e
 explained from the SASS (the worker traces the kernel's SASS functions, which are sent to it).
 Results come back in the kernels' order, so the output is the same bytes as with one process.
 Where ``fork`` is not available the pool is not made (:func:`make_pool` gives None) and
-everything runs in the calling process.
+everything runs in the calling process.  There, :class:`KernelPart` holds one kernel's part and
+computes each piece when first read (:func:`parts_here` computes up front only the pieces it
+is asked for: ``check`` without ``--json`` reads none of them).
 
 Example::
 
     >>> pool = make_pool(module, module.kernels, "sm_80", text, jobs=2)   # doctest: +SKIP
-    >>> [p[1].peak.units for p in pool.parts()]                         # doctest: +SKIP
+    >>> [p.pressure.peak.units for p in pool.parts()]                   # doctest: +SKIP
     [12, 40]
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Optional
 
 from ptxforge._parallel import can_fork, default_jobs
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
-__all__ = ["KernelPool", "kernel_part", "make_pool", "parts_here"]
+__all__ = ["PARTS", "KernelPart", "KernelPool", "kernel_part", "make_pool", "parts_here"]
 
 #: What the workers inherit from the parent at the fork: module, kernels, target, PTX text.
 _SHARED: dict = {}
 #: Below this many PTX instructions in all, a pool costs more than it saves.
 MIN_INSTRUCTIONS = 4000
+#: The pieces of a kernel's PTX part a caller can ask for up front (:class:`KernelPart`).
+PARTS = ("mix", "pressure", "prediction")
+_UNSET = object()
 
 
 def kernel_part(k: ir.Kernel, tgt: str) -> tuple:
     """What needs only the PTX: ``(mix, liveness, pressure, prediction)`` of kernel ``k``."""
-    from ptxforge.analysis.liveness import analyze_liveness
-    from ptxforge.analysis.mix import instruction_mix
-    from ptxforge.analysis.prediction import predict_registers
-    from ptxforge.analysis.pressure import analyze_pressure
-
-    live = analyze_liveness(k)
-    pressure = analyze_pressure(k, liveness=live)
-    prediction = predict_registers(k, live_units=pressure.peak.units, target=tgt)
-    return instruction_mix(k), live, pressure, prediction
+    part = KernelPart(k, tgt)
+    return part.mix, part.liveness, part.pressure, part.prediction
 
 
-def parts_here(chosen: list, tgt: str, progress) -> tuple:
-    """Each kernel's PTX part in this process, and the liveness and pressure by name (the
-    SASS gaps use them again)."""
-    parts, live, pressures = [], {}, {}
+class KernelPart:
+    """One kernel's PTX part: ``mix``, ``liveness``, ``pressure`` and ``prediction``, each
+    computed when first read (a piece given to the constructor is taken as computed).
+
+    Example::
+
+        >>> part = KernelPart(kernel, "sm_80")          # doctest: +SKIP
+        >>> part.pressure.peak.units                     # doctest: +SKIP
+        12
+    """
+
+    __slots__ = ("_liveness", "_mix", "_prediction", "_pressure", "kernel", "target")
+
+    def __init__(self, kernel: ir.Kernel, target: str, *, mix=_UNSET, liveness=_UNSET,
+                 pressure=_UNSET, prediction=_UNSET) -> None:
+        self.kernel, self.target = kernel, target
+        self._mix, self._liveness = mix, liveness
+        self._pressure, self._prediction = pressure, prediction
+
+    @property
+    def mix(self):
+        """The instruction mix (:func:`~ptxforge.analysis.mix.instruction_mix`)."""
+        if self._mix is _UNSET:
+            from ptxforge.analysis.mix import instruction_mix
+
+            self._mix = instruction_mix(self.kernel)
+        return self._mix
+
+    @property
+    def liveness(self):
+        """The liveness (:func:`~ptxforge.analysis.liveness.analyze_liveness`)."""
+        if self._liveness is _UNSET:
+            from ptxforge.analysis.liveness import analyze_liveness
+
+            self._liveness = analyze_liveness(self.kernel)
+        return self._liveness
+
+    @property
+    def pressure(self):
+        """The pressure report (:func:`~ptxforge.analysis.pressure.analyze_pressure`)."""
+        if self._pressure is _UNSET:
+            from ptxforge.analysis.pressure import analyze_pressure
+
+            self._pressure = analyze_pressure(self.kernel, liveness=self.liveness)
+        return self._pressure
+
+    @property
+    def prediction(self):
+        """ptxas's register count predicted from the PTX (:mod:`ptxforge.analysis.prediction`)."""
+        if self._prediction is _UNSET:
+            from ptxforge.analysis.prediction import predict_registers
+
+            self._prediction = predict_registers(self.kernel, live_units=self.pressure.peak.units,
+                                                 target=self.target)
+        return self._prediction
+
+    def computed(self) -> tuple:
+        """The pieces computed so far, e.g. ``("liveness", "pressure")``."""
+        return tuple(n for n in ("mix", "liveness", "pressure", "prediction")
+                     if getattr(self, f"_{n}") is not _UNSET)
+
+    def liveness_if_known(self):
+        """The liveness when it was computed (else None: the SASS trace computes its own)."""
+        return None if self._liveness is _UNSET else self._liveness
+
+    def pressure_if_known(self):
+        """The pressure report when it was computed, else None."""
+        return None if self._pressure is _UNSET else self._pressure
+
+
+class _Known(Mapping):
+    """``{kernel name: liveness or pressure}`` of the parts that computed it (what
+    :class:`~ptxforge.reports.analyze_compile.SassGaps` reuses)."""
+
+    def __init__(self, parts: list, which: str) -> None:
+        self._parts = {p.kernel.name: p for p in parts}
+        self._which = which
+
+    def __getitem__(self, name: str):
+        value = getattr(self._parts[name], f"{self._which}_if_known")()
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self):
+        return (n for n in self._parts if n in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def parts_here(chosen: list, tgt: str, progress, upfront: Optional[tuple] = None) -> tuple:
+    """Each kernel's :class:`KernelPart` in this process, with the pieces named in ``upfront``
+    (None: all of :data:`PARTS`) computed now, the rest when first read; and the liveness
+    and pressure by name (the SASS gaps use them again)."""
+    parts = []
     for i, k in enumerate(chosen):
         if progress is not None and len(chosen) > 1 and i:
             progress(i, len(chosen), k.name)
-        mix, lv, pressure, prediction = kernel_part(k, tgt)
-        parts.append((mix, pressure, prediction))
-        live[k.name], pressures[k.name] = lv, pressure
-    return parts, {"liveness": live, "pressures": pressures}
+        part = KernelPart(k, tgt)
+        for name in PARTS if upfront is None else upfront:
+            getattr(part, name)
+        parts.append(part)
+    return parts, {"liveness": _Known(parts, "liveness"), "pressures": _Known(parts, "pressure")}
 
 
 def _part(i: int) -> tuple:
@@ -93,7 +185,7 @@ class KernelPool:
     def __init__(self, module: ir.Module, chosen: list, tgt: str, text: str, jobs: int) -> None:
         _SHARED.clear()
         _SHARED.update(module=module, chosen=list(chosen), target=tgt, text=text)
-        self._chosen = list(chosen)
+        self._chosen, self._target = list(chosen), tgt
         import multiprocessing
 
         self._pool = multiprocessing.get_context("fork").Pool(jobs)
@@ -104,8 +196,11 @@ class KernelPool:
         return max(1, len(self._chosen) // (self.jobs * 8))
 
     def parts(self) -> list:
-        """``[(mix, pressure, prediction)]`` of every kernel, in order."""
-        return self._pool.map(_part, range(len(self._chosen)), chunksize=self._chunk())
+        """The :class:`KernelPart` of every kernel, in order (mix, pressure and prediction
+        computed by the workers; the liveness is not kept)."""
+        out = self._pool.map(_part, range(len(self._chosen)), chunksize=self._chunk())
+        return [KernelPart(k, self._target, mix=mix, pressure=pressure, prediction=prediction)
+                for k, (mix, pressure, prediction) in zip(self._chosen, out)]
 
     def gaps(self, sass, stats: dict) -> dict:
         """``{name: (Gap or None, why not)}`` of every entry, from the build's

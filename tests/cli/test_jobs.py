@@ -59,7 +59,7 @@ def test_the_pool_is_used_for_a_big_file(many, monkeypatch):
         parts = pool.parts()
     finally:
         pool.close()
-    assert [p[1].peak.units for p in parts] == [
+    assert [p.pressure.peak.units for p in parts] == [
         analyze_pressure(k).peak.units for k in entries]
 
 

@@ -157,6 +157,7 @@ def test_compare_warns_when_estimate_and_ptxas_disagree():
     import attrs
 
     from ptxforge.reports.analyze import analyze_ptx
+    from ptxforge.reports.kernel_pool import KernelPart
     from ptxforge.reports.variants import compare_variants
 
     text = corpus_ptx("weno", "sm_80", False)
@@ -165,8 +166,8 @@ def test_compare_warns_when_estimate_and_ptxas_disagree():
     fewer = attrs.evolve(k.stats, registers=k.stats.registers - 4)
     more_live = attrs.evolve(k.pressure, peak=attrs.evolve(k.pressure.peak,
                                                            units=k.pressure.peak.units + 3))
-    b = attrs.evolve(a, file="b.ptx", kernels=(attrs.evolve(k, stats=fewer,
-                                                            pressure=more_live),))
+    part = KernelPart(k.kernel, k.arch, mix=k.mix, pressure=more_live, prediction=k.prediction)
+    b = attrs.evolve(a, file="b.ptx", kernels=(attrs.evolve(k, stats=fewer, part=part),))
     out = compare_variants(a, b).to_text()
     assert "warning: the estimate and ptxas move in opposite directions: the estimate rises " \
            "by 3" in out

@@ -80,12 +80,16 @@ def parse(text: Union[str, bytes], filename: str = "<ptx>", strict: bool = True)
     return _Parser(text, filename, strict).module()
 
 
+#: A control character other than white space, or U+FFFD (a byte that did not decode).
+_ODD = re.compile("[\x00-\x08\x0e-\x1f\ufffd]")
+
+
 def _refuse_binary(text: str, filename) -> None:
     """A ParseError for binary data (many control or undecodable bytes near the start), so
     that the error never echoes raw binary to a terminal; a stray byte in a text file is left
     to the parser, which points at it."""
     head = text[:4096]
-    odd = sum(1 for c in head if (c < " " and c not in "\t\n\r\f\v") or c == "\ufffd")
+    odd = len(_ODD.findall(head))
     if odd > max(8, len(head) // 50):
         raise ParseError(f"not PTX text: the first {len(head):,} characters hold {odd} control "
                          "or undecodable bytes (a binary file?); expected PTX text (ptxforge "
