@@ -76,3 +76,22 @@ def test_another_checkout_of_the_same_code_has_entries_of_its_own(tmp_path):
     shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert content_memo.tree_digest(copy) != content_memo.tree_digest(root)
     assert content_memo.tree_digest(root) == content_memo.package_digest()
+
+
+def test_a_result_that_quotes_no_path_is_shared_by_every_checkout(tmp_path):
+    """``located=False``: the key has the package's files (path in the package, text), not
+    where the package is; a change to one file still makes a new key."""
+    import shutil
+
+    import ptxforge
+
+    root = Path(ptxforge.__file__).resolve().parent
+    copy = tmp_path / "ptxforge"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert content_memo.tree_digest(copy, located=False) == content_memo.tree_digest(
+        root, located=False) == content_memo.package_digest(located=False)
+    assert content_memo.tree_digest(root, located=False) != content_memo.tree_digest(root)
+    errors = copy / "errors.py"
+    errors.write_text(errors.read_text() + "\n")
+    assert content_memo.tree_digest(copy, located=False) != content_memo.tree_digest(
+        root, located=False)

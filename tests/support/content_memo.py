@@ -3,10 +3,12 @@ generator's catalogue probe), remembered on disk, keyed by the code that compute
 
 The key of an entry is the SHA-256 of
 
-* where the ``ptxforge`` package under test lives and every source file of it (path and
-  text, read once per session: any change to the package makes every entry stale; another
-  checkout of the same code has entries of its own, since a result may quote its paths, as
-  the catalogue probe's refusals do),
+* every source file of the ``ptxforge`` package under test (path and text, read once per
+  session: any change to the package makes every entry stale) and where the package lives
+  (another checkout of the same code has entries of its own, since a result may quote its
+  paths, as the catalogue probe's refusals do; a caller whose result cannot quote a path,
+  such as the list-scheduler reference's positions and peak, passes ``located=False`` and
+  shares its entries with every checkout of the same code: a fresh clone reads them),
 * the text of the test-support files the caller names (the reference implementation itself),
 * the caller's own key parts (its input: a PTX text, a kernel name, a budget).
 
@@ -44,17 +46,19 @@ def stats() -> dict:
 
 
 @functools.cache
-def package_digest() -> str:
+def package_digest(located: bool = True) -> str:
     """:func:`tree_digest` of the imported ``ptxforge`` package."""
     import ptxforge
 
-    return tree_digest(Path(ptxforge.__file__).resolve().parent)
+    return tree_digest(Path(ptxforge.__file__).resolve().parent, located)
 
 
-def tree_digest(root: Path) -> str:
-    """The SHA-256 of the folder ``root`` and of every ``.py`` file in it (path, text)."""
+def tree_digest(root: Path, located: bool = True) -> str:
+    """The SHA-256 of every ``.py`` file in the folder ``root`` (path in it, text) and, with
+    ``located``, of where ``root`` is."""
     h = hashlib.sha256(_FORMAT.encode())
-    h.update(str(root).encode() + b"\0")   # results may quote it (an error's file:line)
+    if located:
+        h.update(str(root).encode() + b"\0")   # results may quote it (an error's file:line)
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
@@ -87,18 +91,19 @@ def _folder() -> Path:
 
 
 def remembered(namespace: str, parts: tuple, compute, *, support: tuple = (),
-               package: bool = True):
+               package: bool = True, located: bool = True):
     """``compute()``'s JSON-able result, from disk when the package, the ``support`` files
     (names in tests/support) and ``parts`` are those of a remembered run, else computed
     and stored.  ``parts`` must be made of str, bytes, int, float, bool, None and tuples.
     ``package=False``: the result does not depend on ptxforge (a compiler's output, keyed
-    by the compiler's identity and its input in ``parts``); a raising ``compute`` stores
-    nothing."""
+    by the compiler's identity and its input in ``parts``); ``located=False``: the result
+    cannot quote the package's paths, so the key has the package's files and not where they
+    are; a raising ``compute`` stores nothing."""
     if not _enabled():
         _STATS["computed"] += 1
         return compute()
     h = hashlib.sha256(_FORMAT.encode())
-    code = package_digest() if package else "-"
+    code = package_digest(located) if package else "-"
     for part in (namespace, code, _support_digest(tuple(support)), *parts):
         h.update(b"\0")
         h.update(part if isinstance(part, bytes) else repr(part).encode())

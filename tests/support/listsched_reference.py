@@ -204,7 +204,8 @@ def remembered_reference_schedule(kernel: ir.Kernel, budget: int, liveness=None,
     """:func:`reference_schedule`'s answer (no ``stop_at``), remembered on disk
     (tests/support/content_memo.py): keyed by the kernel (its full ``repr``, or
     ``kernel_digest``, a digest of it the caller computed once for several budgets), the
-    budget, the package's source and this file's.  The reference is a pure function of
+    budget, the package's source and this file's (not where the package is: positions and a
+    peak quote no path, so every checkout of the same code shares the entries).  The reference is a pure function of
     those, so a remembered answer is the one it would compute again."""
     from content_memo import remembered
 
@@ -220,7 +221,7 @@ def remembered_reference_schedule(kernel: ir.Kernel, budget: int, liveness=None,
         return [order, peak]
 
     order, peak = remembered("listsched-reference", (kernel_digest, budget), compute,
-                             support=("listsched_reference.py",))
+                             support=("listsched_reference.py",), located=False)
     if lv is None:
         lv = analyze_liveness(kernel)
     return _reordered(kernel, lv.cfg.instructions, order), peak
