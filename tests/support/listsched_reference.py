@@ -1,6 +1,6 @@
 """The list scheduler of prediction model 3 as first written (a linear scan of the ready
 list for the pressure-first pick, names instead of register indices, every block scheduled
-in full): the reference that :func:`ptxforge.analysis.prediction.list_schedule` must match
+in full; model 6's tie-break among equal pressure picks): the reference that :func:`ptxforge.analysis.prediction.list_schedule` must match
 instruction for instruction and peak for peak (tests/analysis/test_listsched_reference.py).
 Slow on huge blocks (quadratic); only for tests."""
 
@@ -143,7 +143,8 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
     order = []
     while ready:
         if cur >= budget and len(ready) > 1:
-            pick = min(ready, key=lambda e: (delta[e[1]], e[1]))
+            # the fewest units opened; equal ones: the longest latency path (model 6)
+            pick = min(ready, key=lambda e: (delta[e[1]], -height[e[1]], e[1]))
             ready.remove(pick)
             heapq.heapify(ready)
         else:

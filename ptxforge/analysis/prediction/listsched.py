@@ -292,6 +292,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
     n = len(reads)
     next_writer = dict.fromkeys(fresh_writers, 0)  # per register: its first fresh writer not issued
     ready, by_delta, delta, is_ready = _first_ready(npred, height, state, reads, units)
+    tie = [-h for h in height]  # equal pressure: the longest latency path first
     nready = len(ready)
     done = [False] * n
     cur = now = peak = base
@@ -301,7 +302,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
     while nready:
         if cur >= budget and nready > 1:
             while True:
-                d, i = heappop(by_delta)
+                d, _, i = heappop(by_delta)
                 if is_ready[i] and delta[i] == d:
                     break
         else:
@@ -334,7 +335,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                 for j in users[r]:
                     if is_ready[j]:  # a fresh pressure entry for a ready j
                         delta[j] -= ur
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
             elif left == 0 and r in live:
                 live.discard(r)
                 fw = fresh_writers.get(r)
@@ -342,7 +343,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                     j = fw[next_writer[r]]  # the only one of them that can be ready
                     if is_ready[j]:
                         delta[j] += units[r]
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
         for w in fresh[i]:  # past i (the first not issued, by the write-after-write order)
             fw, k = fresh_writers[w], next_writer[w]
             while k < len(fw) and done[fw[k]]:
@@ -356,7 +357,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                     j = fw[next_writer[r]]
                     if is_ready[j]:
                         delta[j] -= units[r]
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
         for r in dying:
             alive.discard(r)
             now -= units[r]
@@ -377,7 +378,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                         d -= units[u]
                 delta[succ] = d
                 heappush(ready, (-height[succ], succ))
-                heappush(by_delta, (d, succ))
+                heappush(by_delta, (d, tie[succ], succ))
                 is_ready[succ] = True
                 nready += 1
     return order, peak
@@ -398,7 +399,7 @@ def _first_ready(npred: list, height: list, state: _Pressure, reads: Sequence,
         delta[i] = _delta_of(i, state.fresh, reads, state.live, state.pending, state.live_out,
                              units)
         is_ready[i] = True
-    by_delta = [(delta[i], i) for _, i in ready]
+    by_delta = [(delta[i], -height[i], i) for _, i in ready]
     heapq.heapify(by_delta)
     return ready, by_delta, delta, is_ready
 
