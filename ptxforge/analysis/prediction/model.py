@@ -62,6 +62,7 @@ from ptxforge.ptx import ir
 from ..cfg import build_cfg
 from ..liveness import analyze_liveness
 from .abi import call_targets
+from .bottomup import bottom_up_peak
 from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
 from .view import sass_view
@@ -74,6 +75,7 @@ __all__ = [
     "LONG_BLOCK",
     "MODEL",
     "REGISTER_LIMIT",
+    "SQUEEZE_SLACK",
     "Component",
     "Prediction",
     "kernel_budget",
@@ -96,6 +98,11 @@ DEEP_BAND = (0.783, 1.303)
 #: A basic block longer than this (instructions) is beyond what the per-block list scheduler
 #: was checked on: ptxas's scheduler works in regions there (issue 29).
 LONG_BLOCK = 300
+#: Above the budget, ptxas reaches it when the bottom-up pressure order
+#: (:func:`~.bottomup.bottom_up_peak`) keeps at most the room plus this many units live: the
+#: greedy order is that much above the best one ptxas finds (chosen on the training split:
+#: docs/prediction.md, "Squeezed to the budget").
+SQUEEZE_SLACK = 7
 _KIND_WORDS = {"parameter": "parameters read from the constant bank",
                "immediate": "immediates and variable addresses",
                "special": "special registers read again",
@@ -256,6 +263,7 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
     scheduled = list_schedule(converted, room, stop_at=max(room, folded),
                               liveness=None if n_if else view_liveness,
                               floor=folded if folded < room else 0).peak
+    deep = out_of_depth(kernel)
     if folded < room:
         scheduled = max(folded, min(scheduled, room))
         why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; blocks list "
@@ -264,6 +272,12 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
         scheduled = min(scheduled, folded)
         why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; above the "
                f"occupancy budget ({budget} on {target}) blocks list scheduled for pressure")
+        if scheduled > room > 0 and not deep:  # no room at all: nothing fits
+            order = bottom_up_peak(converted, None if n_if else view_liveness)
+            if order <= room + SQUEEZE_SLACK:
+                scheduled = room
+                why += (f"; squeezed to the budget: a bottom-up order keeps {order} units "
+                        f"live (at most the room, {room}, + {SQUEEZE_SLACK})")
     kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
     comps = [
         Component(name="ptx live", registers=live_units,
@@ -298,7 +312,6 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                                detail=f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
                                "or spills the rest"))
         total = REGISTER_LIMIT
-    deep = out_of_depth(kernel)
     band = DEEP_BAND if deep else BAND
     low = max(1, math.floor(total * band[0]))
     high = min(REGISTER_LIMIT, max(total, math.ceil(total * band[1])))
