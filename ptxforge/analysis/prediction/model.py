@@ -12,7 +12,9 @@
    **occupancy budget** allows (:func:`kernel_budget`: 32 on sm_80, the most registers that
    keep the most warps resident; launch bounds change it), for pressure from there.  Below the
    budget the count may grow up to it, not beyond; at or above it, the schedule can only
-   lower the PTX order's pressure;
+   lower the PTX order's pressure, and a kernel whose blocks scheduled bottom-up
+   (:mod:`.bottomup`) keep at most the room + :data:`SQUEEZE_SLACK` units is squeezed to the
+   budget (not when it is out of the model's depth);
 4. ``fixed overhead``: plus 3: ptxas's count is the highest register used + 1 + 2, and R1
    (the stack pointer) is live throughout;
 5. ``allocation holes``: plus :data:`HOLES`: 64-bit values take even-aligned pairs and

@@ -62,7 +62,7 @@ def column_sum(x_ptr, y_ptr, rows, cols, BLOCK: tl.constexpr):
     rn = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = rn < cols
     acc = tl.zeros([BLOCK], tl.float32)
-    for r in range(0, rows):
+    for r in range(rows):
         acc += tl.load(x_ptr + r * cols + rn, mask=m, other=0.0)
     tl.store(y_ptr + rn, acc, mask=m)
 
