@@ -167,9 +167,11 @@ def test_list_schedule_issues_loads_early_within_the_dependences():
     # a global load passes the shared store and the multiply, and issues with the first load
     assert _ops(list_schedule(k, 25).kernel) == ["ld.global.f32", "ld.global.f32", "add.f32",
                                           "st.shared.f32", "mul.f32", "st.global.f32", "ret"]
-    # a barrier and a global store keep it below them
+    # a barrier and a global store that may write what it reads keep it below them (a store
+    # at another offset of the same base does not: model 6, the test below)
     for fence in (ir.Instruction("bar.sync", (ir.Immediate(0),)),
-                  ir.Instruction("st.global.f32", (ir.Address(a, 8), x))):
+                  ir.Instruction("st.global.f32", (ir.Address(a, 4), x)),
+                  ir.Instruction("st.global.f32", (ir.Address(_r("%rd9"), 8), x))):
         fenced = ir.Kernel("k", body=body[:3] + (fence,) + body[3:])
         order = list(list_schedule(fenced, 25).kernel.instructions)
         assert order.index(fence) < order.index(body[4]), _ops(fenced)
@@ -378,3 +380,22 @@ def test_squeezed_to_the_budget_when_a_bottom_up_order_fits():
     assert "squeezed to the budget" in p.component("scheduling").detail
     assert q.registers > 32 + SQUEEZE_SLACK
     assert "squeezed" not in q.component("scheduling").detail
+
+
+def test_a_store_at_another_offset_of_the_same_base_does_not_hold_a_load_back():
+    a, b = _r("%rd1"), _r("%rd2")
+    v, x = ir.Register("%f1", T.f32), ir.Register("%f3", T.f32)
+
+    def kernel(load_at):
+        return ir.Kernel("k", body=(
+            ir.Instruction("add.f32", (x, x, x), 1),
+            ir.Instruction("st.global.f32", (ir.Address(a), x)),
+            ir.Instruction("ld.global.f32", (v, load_at), 1),
+            ir.Instruction("st.global.f32", (ir.Address(a, 8), v)),
+            ir.Instruction("ret")))
+    # [%rd1+4] after a store to [%rd1]: the bytes differ, the load issues first (latency)
+    assert _ops(list_schedule(kernel(ir.Address(a, 4)), 25).kernel)[0] == "ld.global.f32"
+    # the same bytes, overlapping ones, or another base register (it may alias): kept after
+    for at in (ir.Address(a), ir.Address(a, 2), ir.Address(b, 4)):
+        assert _ops(list_schedule(kernel(at), 25).kernel)[:3] == [
+            "add.f32", "st.global.f32", "ld.global.f32"], at
