@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/5 and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/6 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from prediction_table import figures, measure, size_class
 
 from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 
-#: Measured on the slice (ptxforge-predict/5, ptxas 13.5, sm_80; model 4 the same): held-out
-#: families 71 kernels, 34 within +-10% (47.9%), median error 12.0%, Spearman 0.938, band
-#: coverage 87.3%; training families 41 kernels, 27 within +-10% (65.9%), median error 5.0%,
-#: coverage 100%.  (ptxforge-predict/3 on the same held-out slice: see docs/prediction.md.)
-HELD_OUT_SLICE = {"within10": 34 / 71, "median_error": 0.12, "spearman": 0.938}
-TRAIN_SLICE = {"within10": 27 / 41, "median_error": 0.05, "spearman": 0.938}
+#: Measured on the slice (ptxforge-predict/6, ptxas 13.5, sm_80): held-out families 71 kernels,
+#: 39 within +-10% (54.9%), median error 9.375%, Spearman 0.938, band coverage 90.1%; training
+#: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, coverage 100%.  (Model 5,
+#: the same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
+#: stencil3d_zqueue<4,double>.  ptxforge-predict/3 on the held-out slice: docs/prediction.md.)
+HELD_OUT_SLICE = {"within10": 39 / 71, "median_error": 0.09375, "spearman": 0.938}
+TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.938}
 #: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
 #: the issue asks it to hold within 5 points.
 CLAIMED_COVERAGE = 0.90
@@ -60,7 +61,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/5")
+    assert MODEL.startswith("ptxforge-predict/6")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 
@@ -73,3 +74,17 @@ def test_the_division_slow_path_on_a_training_family():
     assert f["n"] == 9 and round(f["within10"] * 9) >= 7, f
     fit = [r for r in rows if "poly_fit3" in r.id]
     assert fit and all(abs(r.predicted - r.truth) <= 0.1 * r.truth for r in fit), fit
+
+
+def test_squeezed_to_the_budget_where_a_bottom_up_order_fits():
+    # model 6: above the budget, a kernel whose bottom-up pressure order keeps at most the
+    # room + SQUEEZE_SLACK units live is predicted at the budget (32 on sm_80)
+    rows = {r.id.split(":", 1)[1]: r
+            for r in measure(only=("wavelets", "cub_block", "dsp_blocks"), fixed=False)}
+    lifting = rows["fam::cdf97<32,float>"]  # held-out: the view keeps 40 units, bottom-up 13
+    scan = next(r for k, r in rows.items() if k.startswith("fam::tile_scan<float,512,4,"))
+    for r in (lifting, scan):
+        assert r.live > 32 and r.predicted == 32 == r.truth, r
+    # a sorting network whose bottom-up order is no better: left above the budget (ptxas 48)
+    net = rows["fam::bitonic_regs<16,double>"]
+    assert net.predicted > 40 and abs(net.predicted - net.truth) <= 0.15 * net.truth, net

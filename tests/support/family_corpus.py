@@ -60,7 +60,8 @@ FAMILY_ROOT = Path(__file__).resolve().parents[1] / "corpus" / "families"
 #: Families held out whole: never used to choose a rule or a constant.  At least one per
 #: compiler, and one of each failure class the issue names (tensor cores, long runs of loads,
 #: small kernels).
-HELD_OUT = ("wmma_gemm", "wavelets", "cub_small", "llm_attention", "triton_more", "numba_more")
+HELD_OUT = ("wmma_gemm", "wavelets", "cub_small", "llm_attention", "triton_more", "numba_more",
+            "triton_extra", "numba_extra")
 #: A small, fast slice for the test (every compiler, both roles).
 FAST = ("cub_small", "wavelets", "small_kernels", "triton_more", "numba_more", "stencils")
 

@@ -1,6 +1,6 @@
 """The list scheduler of prediction model 3 as first written (a linear scan of the ready
 list for the pressure-first pick, names instead of register indices, every block scheduled
-in full): the reference that :func:`ptxforge.analysis.prediction.list_schedule` must match
+in full; model 6's tie-break among equal pressure picks): the reference that :func:`ptxforge.analysis.prediction.list_schedule` must match
 instruction for instruction and peak for peak (tests/analysis/test_listsched_reference.py).
 Slow on huge blocks (quadratic); only for tests."""
 
@@ -49,6 +49,9 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
     last_write: dict = {}  # state space -> the last store or atomic to it
     reads_since: dict = {}  # state space -> loads since that store
     last_collective = -1
+    stores: dict = {}  # state space -> every store since the last barrier (model 6)
+    extents: dict = {}  # memory access -> (base, its version, first byte, end) or None
+    version: dict = {}  # register name -> times written so far in the block
 
     def edge(a: int, b: int) -> None:
         succs[a].append(b)
@@ -76,18 +79,29 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
                 deps.update(loads)
             if fam in _TERMINATORS:
                 deps.update(range(i))
-            last_barrier, last_write, reads_since = i, {}, {}
+            last_barrier, last_write, reads_since, stores = i, {}, {}, {}
         elif kind is not None:
             op, spaces = kind
             deps.add(last_barrier)
+            ext = extents[i] = _ref_extent(inst, version)
             for sp in spaces:
                 if sp in last_write:
-                    deps.add(last_write[sp])
+                    if op == "write" or ext is None:
+                        deps.add(last_write[sp])
+                    else:  # model 6: the latest store that may overlap, of the last 64
+                        recent = stores[sp][::-1][:64]
+                        hit = [j for j in recent if not _ref_disjoint(extents[j], ext)]
+                        if hit:
+                            deps.add(hit[0])
+                        elif len(stores[sp]) > 64:
+                            deps.add(last_write[sp])
                 if op == "write":
-                    deps.update(reads_since.get(sp, ()))
+                    deps.update(r for r in reads_since.get(sp, ())
+                                if not _ref_disjoint(extents[r], ext))
             for sp in spaces:
                 if op == "write":
                     last_write[sp] = i
+                    stores.setdefault(sp, []).append(i)
                     reads_since[sp] = []
                 else:
                     reads_since.setdefault(sp, []).append(i)
@@ -103,6 +117,9 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
         for r in defs[i]:
             last_def[r.name] = i
             readers[r.name] = []
+        for o in inst.operands[:inst.ndefs]:
+            if isinstance(o, ir.Register):
+                version[o.name] = version.get(o.name, 0) + 1
     height = [0] * n
     for i in range(n - 1, -1, -1):
         lat = _latency(insts[i])
@@ -143,7 +160,8 @@ def _block_order(insts: list, live_in: set, live_out: set, base: int,
     order = []
     while ready:
         if cur >= budget and len(ready) > 1:
-            pick = min(ready, key=lambda e: (delta[e[1]], e[1]))
+            # the fewest units opened; equal ones: the longest latency path (model 6)
+            pick = min(ready, key=lambda e: (delta[e[1]], -height[e[1]], e[1]))
             ready.remove(pick)
             heapq.heapify(ready)
         else:
@@ -269,3 +287,23 @@ def _reordered(kernel: ir.Kernel, insts, order: list) -> ir.Kernel:
     it = iter([insts[i] for i in order])
     body = tuple(next(it) if isinstance(s, ir.Instruction) else s for s in kernel.body or ())
     return attrs.evolve(kernel, body=body)
+
+
+def _ref_extent(inst: ir.Instruction, version: dict):
+    """(base name, its version, first byte, end) of an access at a base plus a constant
+    offset whose width the opcode's last type suffix gives, else None."""
+    addr = [o for o in inst.operands if isinstance(o, ir.Address)]
+    parts = inst.opcode.split(".")
+    sizes = [p[1:] for p in parts[1:]
+             if p[:1] in ("s", "u", "b", "f") and p[1:] in ("8", "16", "32", "64", "128")]
+    vectors = [p for p in parts[1:-1] if p[:1] == "v" and p[1:].isdigit()]
+    if not addr or addr[0].base is None or not sizes or vectors not in ([], ["v2"], ["v4"]):
+        return None
+    width = int(sizes[-1]) // 8 * (int(vectors[0][1:]) if vectors else 1)
+    a = addr[0]
+    return (a.base.name, version.get(a.base.name, 0), a.offset, a.offset + width)
+
+
+def _ref_disjoint(a, b) -> bool:
+    return (a is not None and b is not None and a[0] == b[0] and a[1] == b[1]
+            and (a[3] <= b[2] or b[3] <= a[2]))

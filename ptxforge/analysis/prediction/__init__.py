@@ -8,6 +8,8 @@ the count (docs/prediction.md):
 * :mod:`.ifconvert`: short guarded branches predicated, as ptxas does;
 * :mod:`.listsched`: each basic block list scheduled, for latency under the occupancy budget
   and for pressure above it;
+* :mod:`.bottomup`: each basic block scheduled bottom-up for pressure (does an order near
+  the budget exist?);
 * :mod:`.abi`: the calling convention and the predicate file;
 * :mod:`.model`: the occupancy budget, the fixed overhead, the allocation holes, the
   register limit, the sum and its band.
@@ -24,6 +26,7 @@ Example::
 from __future__ import annotations
 
 from .abi import CALL_FLOOR, call_targets, has_call
+from .bottomup import bottom_up_peak
 from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
 from .model import (
@@ -34,6 +37,7 @@ from .model import (
     LONG_BLOCK,
     MODEL,
     REGISTER_LIMIT,
+    SQUEEZE_SLACK,
     Component,
     Prediction,
     kernel_budget,
@@ -44,6 +48,7 @@ from .model import (
 from .view import SassView, sass_view
 
 __all__ = ["BAND", "CALL_FLOOR", "DEEP_BAND", "FIXED_OVERHEAD", "HOLES", "LONG_BLOCK",
-           "MAX_BODY", "MODEL", "REGISTER_LIMIT", "Component", "Prediction", "SassView",
-           "call_targets", "has_call", "if_convert", "kernel_budget", "list_schedule",
-           "occupancy_budget", "out_of_depth", "predict_registers", "sass_view"]
+           "MAX_BODY", "MODEL", "REGISTER_LIMIT", "SQUEEZE_SLACK", "Component", "Prediction",
+           "SassView", "bottom_up_peak", "call_targets", "has_call", "if_convert",
+           "kernel_budget", "list_schedule", "occupancy_budget", "out_of_depth",
+           "predict_registers", "sass_view"]

@@ -13,8 +13,9 @@ last what opens new ones.
 in the new order with the most 32-bit units live at once in it (counted while scheduling).
 The dependences it keeps: register definitions and uses (read after write, write after read,
 write after write, the guard included); memory by state space (a load stays after the last
-store or atomic to its space, a store after the loads and stores of its space, a generic
-access counts for every space); barriers, fences, calls, volatile and acquire/release
+store or atomic to its space that may overlap it, a store after the loads it may overlap and
+the stores of its space, a generic access counts for every space; an access at the same base
+register value or symbol with a constant offset whose bytes do not overlap cannot, model 6); barriers, fences, calls, volatile and acquire/release
 accesses order every memory operation; warp-collectives and barriers keep their order; the
 block's terminator stays last.
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -132,6 +134,9 @@ def _dependences(insts: list, uses: Sequence, defs: Sequence) -> _Graph:
     last_write: dict = {}  # state space -> the last store or atomic to it
     reads_since: dict = {}  # state space -> loads since that store
     last_collective = -1
+    stores: dict = {}  # state space -> its stores since the last barrier, in order
+    extents: list = [None] * n  # per memory access: (base, version, first byte, end) or None
+    version: dict = {}  # register name -> how many times the block has written it so far
     feeds: list = [None] * n  # per consumer: producers whose value it reads
     lats = [0] * n
     # terminators: each follows every instruction before it (those edges are left implicit)
@@ -160,18 +165,24 @@ def _dependences(insts: list, uses: Sequence, defs: Sequence) -> _Graph:
                     deps.update(last_write.values())
                     for loads in reads_since.values():
                         deps.update(loads)
-                last_barrier, last_write, reads_since = i, {}, {}
+                last_barrier, last_write, reads_since, stores = i, {}, {}, {}
             else:
                 rw, spaces = kind
                 deps.add(last_barrier)
+                ext = extents[i] = _extent(inst, version)
                 for sp in spaces:
                     if sp in last_write:
-                        deps.add(last_write[sp])
+                        if rw == "write" or ext is None:
+                            deps.add(last_write[sp])
+                        else:
+                            deps.add(_aliasing_store(stores[sp], extents, ext, last_write[sp]))
                     if rw == "write":
-                        deps.update(reads_since.get(sp, ()))
+                        deps.update(r for r in reads_since.get(sp, ())
+                                    if not _disjoint(extents[r], ext))
                 for sp in spaces:
                     if rw == "write":
                         last_write[sp] = i
+                        stores.setdefault(sp, []).append(i)
                         reads_since[sp] = []
                     else:
                         reads_since.setdefault(sp, []).append(i)
@@ -196,7 +207,45 @@ def _dependences(insts: list, uses: Sequence, defs: Sequence) -> _Graph:
         for r in defs[i]:
             last_def[r] = i
             readers[r] = []
+        for o in inst.operands[:inst.ndefs]:
+            if isinstance(o, ir.Register):
+                version[o.name] = version.get(o.name, 0) + 1
     return _Graph(succs, npred, feeds, lats, terms)
+
+
+_BITS = re.compile(r"\.[subf](8|16|32|64|128)(?=\.|$)")
+_VECTOR = re.compile(r"\.v(\d+)(?=\.)")
+#: How many earlier stores a load looks past (disjoint ones) before it waits for the last.
+_LOOK_BACK = 64
+
+
+def _extent(inst: ir.Instruction, version: dict):
+    """``(base, its version, first byte, end)`` of a memory access whose address is a register
+    or a symbol plus a constant offset and whose width is known, else None."""
+    addr = next((o for o in inst.operands if isinstance(o, ir.Address)), None)
+    bits = _BITS.findall(inst.opcode)
+    vec = _VECTOR.findall(inst.opcode)
+    if addr is None or addr.base is None or not bits or (vec and vec[0] not in ("2", "4")):
+        return None
+    n = int(bits[-1]) // 8 * (int(vec[0]) if vec else 1)
+    base = addr.base.name
+    return (base, version.get(base, 0), addr.offset, addr.offset + n)
+
+
+def _disjoint(a, b) -> bool:
+    """Two accesses at the same base (the same value of it) whose bytes do not overlap."""
+    return a is not None and b is not None and a[:2] == b[:2] and (a[3] <= b[2] or b[3] <= a[2])
+
+
+def _aliasing_store(stores: list, extents: list, ext, last: int) -> int:
+    """The latest of ``stores`` that may write what ``ext`` reads (``last`` when none of the
+    last :data:`_LOOK_BACK` is known not to), or -1 when every one is disjoint from it."""
+    for k, j in enumerate(reversed(stores)):
+        if k >= _LOOK_BACK:
+            return last
+        if not _disjoint(extents[j], ext):
+            return j
+    return -1
 
 
 def _heights(g: _Graph) -> list:
@@ -292,6 +341,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
     n = len(reads)
     next_writer = dict.fromkeys(fresh_writers, 0)  # per register: its first fresh writer not issued
     ready, by_delta, delta, is_ready = _first_ready(npred, height, state, reads, units)
+    tie = [-h for h in height]  # equal pressure: the longest latency path first
     nready = len(ready)
     done = [False] * n
     cur = now = peak = base
@@ -301,7 +351,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
     while nready:
         if cur >= budget and nready > 1:
             while True:
-                d, i = heappop(by_delta)
+                d, _, i = heappop(by_delta)
                 if is_ready[i] and delta[i] == d:
                     break
         else:
@@ -334,7 +384,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                 for j in users[r]:
                     if is_ready[j]:  # a fresh pressure entry for a ready j
                         delta[j] -= ur
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
             elif left == 0 and r in live:
                 live.discard(r)
                 fw = fresh_writers.get(r)
@@ -342,7 +392,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                     j = fw[next_writer[r]]  # the only one of them that can be ready
                     if is_ready[j]:
                         delta[j] += units[r]
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
         for w in fresh[i]:  # past i (the first not issued, by the write-after-write order)
             fw, k = fresh_writers[w], next_writer[w]
             while k < len(fw) and done[fw[k]]:
@@ -356,7 +406,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                     j = fw[next_writer[r]]
                     if is_ready[j]:
                         delta[j] -= units[r]
-                        heappush(by_delta, (delta[j], j))
+                        heappush(by_delta, (delta[j], tie[j], j))
         for r in dying:
             alive.discard(r)
             now -= units[r]
@@ -377,7 +427,7 @@ def _schedule(g: _Graph, height: list, state: _Pressure, reads: Sequence, writes
                         d -= units[u]
                 delta[succ] = d
                 heappush(ready, (-height[succ], succ))
-                heappush(by_delta, (d, succ))
+                heappush(by_delta, (d, tie[succ], succ))
                 is_ready[succ] = True
                 nready += 1
     return order, peak
@@ -398,7 +448,7 @@ def _first_ready(npred: list, height: list, state: _Pressure, reads: Sequence,
         delta[i] = _delta_of(i, state.fresh, reads, state.live, state.pending, state.live_out,
                              units)
         is_ready[i] = True
-    by_delta = [(delta[i], i) for _, i in ready]
+    by_delta = [(delta[i], -height[i], i) for _, i in ready]
     heapq.heapify(by_delta)
     return ready, by_delta, delta, is_ready
 
