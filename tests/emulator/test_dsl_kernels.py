@@ -5,14 +5,13 @@ at sizes the interpreter runs in a fraction of a second.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from kernel_checks import block_reduction_case, modadd256_case, saxpy_case, sgemm_case
 
 from ptxforge.dsl import kernels
 from ptxforge.emulator import EmulationError
+from ptxforge.emulator.observe import Observer
 from ptxforge.launch.loader import load
 
 
@@ -58,11 +57,36 @@ def test_sgemm_tiled_small_tile_non_square():
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_sgemm_64_takes_seconds_at_most():
+class _Steps(Observer):
+    """Counts the interpreter's steps and the thread-instructions they run."""
+
+    def __init__(self) -> None:
+        self.steps = self.threads = 0
+
+    def step(self, m, pc, idx, take, kind) -> None:
+        self.steps += 1
+        self.threads += len(idx)
+
+
+def test_sgemm_64_costs_the_steps_of_one_block():
+    """The interpreter's cost is its steps (one NumPy dispatch each), not its threads: 16 blocks
+    of 256 threads over K=64 run in as many steps as one block over the same K, and every step
+    runs all 4096 threads at once.  (An operation count, not a time: nothing depends on load.)"""
     kernel = emulated(kernels.sgemm_tiled(), "sgemm_tiled")
-    start = time.perf_counter()
     sgemm_case(kernel, 64, 64, 64)
-    assert time.perf_counter() - start < 5.0
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 64), dtype=np.float32)
+    b = rng.standard_normal((64, 64), dtype=np.float32)
+    one, grid = _Steps(), _Steps()
+    c1 = np.zeros((16, 16), np.float32)
+    kernel.run((a[:16], b[:, :16].copy(), c1, 16, 16, 64), {}, grid=(1, 1), block=(16, 16),
+               observer=one)
+    c = np.zeros((64, 64), np.float32)
+    kernel.run((a, b, c, 64, 64, 64), {}, grid=(4, 4), block=(16, 16), observer=grid)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert one.steps > 50                       # the K loop ran: four tiles of 16
+    assert grid.steps == one.steps
+    assert grid.threads == 16 * 256 * grid.steps
 
 
 @pytest.mark.parametrize("count", [10, 700])
