@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from tests.support.cli_util import run_json
-from tests.support.corpus_util import CORPUS_DIR, compile_cu
+from tests.support.corpus_util import CORPUS_DIR, compile_cu, stable_source
 
 from ptxforge.reports.advise import advise
 from ptxforge.reports.levers import compile_outcome
@@ -21,9 +21,9 @@ def _unroll(items):
     return [it for it in items if it["kind"] == "unroll"]
 
 
-def test_cu_input_gets_a_proven_pragma_unroll(capsys, tmp_path):
-    path = tmp_path / "gemm.cu"
-    path.write_text(GEMM)
+def test_cu_input_gets_a_proven_pragma_unroll(capsys):
+    # the same path in every run: the compiles of the variants are the tool memo's to answer
+    path = stable_source(GEMM, "gemm.cu")
     d = run_json(capsys, "advise", path, "--kernel", "sgemm_8x8")
     (k,) = d["kernels"]
     (item,) = _unroll(k["items"])
@@ -62,11 +62,14 @@ def _ptx_naming(path) -> str:
     return re.sub(r'(\.file\s+1\s+)"[^"]*"', lambda m: f'{m.group(1)}"{path}"', ptx, count=1)
 
 
-def test_ptx_input_says_the_unroll_is_not_proven(tmp_path):
+def test_ptx_input_says_the_unroll_is_not_proven():
     fma = next(i for i, t in enumerate(GEMM.splitlines(), 1) if "fmaf(" in t)
+    # paths that are the same in every run (the tool memo answers the compiles)
+    here = stable_source(GEMM, "gemm.cu")
+    gone = here.parent / "gone" / "gemm.cu"
+    assert not gone.exists()
     # the source is not where the .loc lines say: the loop is not known either
-    r = advise(_ptx_naming(tmp_path / "gone" / "gemm.cu"), "gemm.ptx", "sm_80",
-               kernel="sgemm_8x8")
+    r = advise(_ptx_naming(gone), "gemm.ptx", "sm_80", kernel="sgemm_8x8")
     (k,) = r.kernels
     (item,) = [it for it in k.items if it.kind == "unroll"]
     assert item.proven is False and item is k.items[-1]       # ranked after proven items
@@ -76,8 +79,7 @@ def test_ptx_input_says_the_unroll_is_not_proven(tmp_path):
     assert f"the loop around gemm.cu:{fma} " in item.change
     assert "not proven: advise was given the PTX" in r.to_text()
     # the source is there: the loops around the line are named, still not proven
-    (tmp_path / "gemm.cu").write_text(GEMM)
-    r = advise(_ptx_naming(tmp_path / "gemm.cu"), "gemm.ptx", "sm_80", kernel="sgemm_8x8")
+    r = advise(_ptx_naming(here), "gemm.ptx", "sm_80", kernel="sgemm_8x8")
     (item,) = [it for it in r.kernels[0].items if it.kind == "unroll"]
     around = sorted((lp.line for lp in source_loops(GEMM) if lp.holds(fma)), reverse=True)
     assert item.proven is False and around[-1] < fma

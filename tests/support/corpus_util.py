@@ -25,6 +25,7 @@ __all__ = [
     "corpus_ptx",
     "all_corpus_ptx",
     "ptxas_stats",
+    "stable_source",
 ]
 
 CORPUS_DIR = Path(__file__).parents[1] / "corpus"
@@ -159,3 +160,29 @@ def ptxas_stats(log: str) -> dict[str, dict[str, int]]:
         if m:
             current["registers"] = int(m.group(1))
     return out
+
+
+def stable_source(text: str, name: str) -> Path:
+    """``text`` saved as ``name`` in a folder of its own, named by the text's SHA-256, under
+    the corpus cache (kernel_corpus.cache_dir): a path that is the same in every run.
+
+    A test that runs the CLI on a source written to ``tmp_path`` gets PTX naming a new folder
+    in every run (NVRTC's ``.file`` line), so the tool memo (tool_memo.py) never sees the
+    same input twice; from this path it does.  Only for tests that read the source, never
+    write beside it.
+    """
+    from kernel_corpus import cache_dir
+
+    folder = cache_dir() / "sources" / hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()[:24]
+    path = folder / name
+    try:
+        if path.read_text() == text:
+            return path
+    except OSError:
+        pass
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path

@@ -42,6 +42,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -54,7 +55,7 @@ _FORMAT = "tm1"          # bump to ignore every entry on disk
 _LOCK = threading.Lock()
 _MEMO: collections.OrderedDict = collections.OrderedDict()
 _KEEP = 1024             # results kept in memory (the least recently used go; disk keeps all)
-_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm")
+_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm", "nvrtc")
           for what in ("runs", "hits")}
 
 
@@ -257,10 +258,103 @@ def _wrap_nvdisasm(sass) -> None:
     sass._run = _run
 
 
+# --- NVRTC (in process) -------------------------------------------------------------------
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S))', re.M)
+_HEADERISH = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc")
+
+
+@functools.cache
+def _nvrtc_identity() -> tuple:
+    """NVRTC's version and the versions of the NVIDIA wheels whose headers it reads."""
+    import importlib.metadata
+
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    wheels = sorted((d.metadata["Name"] or "", d.version)
+                    for d in importlib.metadata.distributions()
+                    if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "cuda-")))
+    return (major, minor), tuple(wheels)
+
+
+def _local_headers(text: str, here: Path, dirs: list, seen: dict) -> bool:
+    """Add the content of every header ``text`` includes from ``here`` or ``dirs`` (the source's
+    folder and the ``-I`` folders), recursively, to ``seen``; False when an include cannot be
+    read off the text (``#include MACRO``).  A name no local folder holds is a header of the
+    NVIDIA wheels, keyed by their versions."""
+    for quoted, angled, other in _INCLUDE.findall(text):
+        if other:
+            return False
+        name = quoted or angled
+        for folder in ([here] if quoted else []) + dirs:
+            path = folder / name
+            if path.is_file():
+                key = str(path.resolve())
+                if key not in seen:
+                    body = path.read_bytes()
+                    seen[key] = hashlib.sha256(body).hexdigest()
+                    if not _local_headers(body.decode(errors="replace"), path.parent, dirs,
+                                          seen):
+                        return False
+                break
+    return True
+
+
+def _nvrtc_key(source, path: str, target, flags) -> str | None:
+    """The memo key of one NVRTC compile, or None when its inputs cannot all be named."""
+    if any(str(f).startswith(("-include", "--pre-include", "-dopt", "--options-file"))
+           for f in flags):
+        return None
+    text = source.decode(errors="replace") if isinstance(source, bytes) else str(source)
+    folder = Path(path).resolve().parent if path not in ("", "<stdin>") else None
+    dirs = ([folder] if folder else []) + [Path(str(f)[2:]) for f in flags
+                                           if str(f).startswith("-I") and len(str(f)) > 2]
+    seen: dict = {}
+    try:
+        if not _local_headers(text, folder or Path.cwd(), dirs, seen):
+            return None
+        # what a wheel header's own include could find first: the source folder's headers
+        listing = sorted(p.name for p in folder.iterdir()
+                         if p.is_dir() or p.name.endswith(_HEADERISH)) if folder else []
+        ident = _nvrtc_identity()
+    except (OSError, ImportError, RuntimeError):
+        return None
+    return "nvrtc-" + _digest(ident, source, path, target, tuple(map(str, flags)),
+                              sorted(seen.items()), listing)
+
+
+def _wrap_nvrtc() -> None:
+    """Remember :func:`ptxforge.frontends.cuda_source.compile_cuda` per input: the source, its
+    path, the target, the flags, every local header it includes (by content) and NVRTC's and
+    the NVIDIA wheels' versions.  A failing compile is not remembered."""
+    import sys
+
+    from ptxforge.frontends import cuda_source, inputs, tune  # noqa: F401  (bind them first)
+
+    original = cuda_source.compile_cuda
+    if getattr(original, "_tool_memo", False):
+        return
+
+    @functools.wraps(original)
+    def compile_cuda(source, path, target=None, flags=()):
+        key = None if mode() == "off" else _nvrtc_key(source, path, target, flags)
+        if key is None:
+            return original(source, path, target, flags)
+        return _remembered(key, lambda: original(source, path, target, flags), lambda s: s,
+                           lambda s: s if isinstance(s, str) else None, "nvrtc")
+
+    compile_cuda._tool_memo = True
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ptxforge") and getattr(module, "compile_cuda", None) is original:
+            module.compile_cuda = compile_cuda
+
+
 def install() -> None:
-    """Wrap the package's ptxas and nvdisasm calls with the memo (idempotent)."""
+    """Wrap the package's ptxas, nvdisasm and NVRTC calls with the memo (idempotent)."""
     from ptxforge.toolchain import backends, sass
 
     _wrap_compile(backends.PtxasBackend, backends.RawResult, "ptxas", _ptxas_identity)
     _wrap_compile(backends.NvJitLinkBackend, backends.RawResult, "nvjitlink", _nvjitlink_key)
     _wrap_nvdisasm(sass)
+    _wrap_nvrtc()
