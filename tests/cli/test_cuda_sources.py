@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
 from nvcc_util import nvcc_stats
 
 from cli_util import run
-from corpus_util import CORPUS_DIR
+from corpus_util import CORPUS_DIR, stable_folder
 
 # TILE sets how many values each thread keeps live: its registers follow the define
 TILED = """
@@ -45,12 +44,12 @@ def _figures(k: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cu")
-    (d / "tiled.cu").write_text(TILED)
-    shutil.copy(CORPUS_DIR / "pressure.cu", d / "pressure.cu")
-    shutil.copy(CORPUS_DIR / "templates.cu", d / "templates.cu")
-    return d
+def sources():
+    # a folder named by its content, the same in every run: NVRTC's, ptxas's and nvcc's runs
+    # on these sources are the tool memo's to answer (a new tmp folder is a new input to each)
+    return stable_folder({"tiled.cu": TILED,
+                          "pressure.cu": (CORPUS_DIR / "pressure.cu").read_text(),
+                          "templates.cu": (CORPUS_DIR / "templates.cu").read_text()})
 
 
 @pytest.mark.parametrize("flags", [(), ("-DTILE=32",)])

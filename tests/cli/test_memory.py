@@ -11,19 +11,20 @@ from ptxforge import emit
 
 import memory_builders as mk
 from cli_util import flat, run
+from corpus_util import stable_folder
 
 _FIELDS = {"index", "opcode", "line", "file", "space", "direction", "width", "address",
            "sectors_per_request", "ways", "wavefronts_per_request", "reason"}
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("mem")
-    (d / "transpose.ptx").write_text(emit(mk.transpose_naive()))
-    (d / "tile.ptx").write_text(emit(mk.shared_tile()))
-    (d / "transposes.cu").write_text(mk.CUDA_TRANSPOSES)
-    (d / "runtime.cu").write_text(mk.CUDA_RUNTIME_SIZES)
-    return d
+def files():
+    # a folder named by its content, the same in every run: NVRTC's and ptxas's runs on the
+    # .cu files are the tool memo's to answer (a new tmp folder is a new input to each)
+    return stable_folder({"transpose.ptx": emit(mk.transpose_naive()),
+                          "tile.ptx": emit(mk.shared_tile()),
+                          "transposes.cu": mk.CUDA_TRANSPOSES,
+                          "runtime.cu": mk.CUDA_RUNTIME_SIZES})
 
 
 def test_json_rows_worst_first_with_every_field(capsys, files):

@@ -10,6 +10,7 @@ import pytest
 from nvcc_util import nvcc_stats
 
 from cli_util import run
+from corpus_util import stable_source
 
 SOURCE = """
 #ifndef SCALE
@@ -32,10 +33,9 @@ __global__ void tiled(const float* __restrict__ in, float* __restrict__ out, int
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tune") / "tiled.cu"
-    path.write_text(SOURCE)
-    return path
+def source():
+    # the same path in every run: NVRTC's, ptxas's and nvcc's runs are the tool memo's
+    return stable_source(SOURCE, "tiled.cu")
 
 
 def test_tune_builds_each_value_as_nvcc_does(capsys, source):

@@ -25,6 +25,7 @@ __all__ = [
     "corpus_ptx",
     "all_corpus_ptx",
     "ptxas_stats",
+    "stable_folder",
     "stable_source",
 ]
 
@@ -163,26 +164,37 @@ def ptxas_stats(log: str) -> dict[str, dict[str, int]]:
 
 
 def stable_source(text: str, name: str) -> Path:
-    """``text`` saved as ``name`` in a folder of its own, named by the text's SHA-256, under
-    the corpus cache (kernel_corpus.cache_dir): a path that is the same in every run.
+    """``text`` saved as ``name`` in a folder of its own (:func:`stable_folder`)."""
+    return stable_folder({name: text}) / name
+
+
+def stable_folder(files: dict) -> Path:
+    """A folder holding ``files`` (name: text), named by their SHA-256, under the corpus cache
+    (kernel_corpus.cache_dir): a path that is the same in every run.
 
     A test that runs the CLI on a source written to ``tmp_path`` gets PTX naming a new folder
     in every run (NVRTC's ``.file`` line), so the tool memo (tool_memo.py) never sees the
-    same input twice; from this path it does.  Only for tests that read the source, never
-    write beside it.
+    same input twice; from this folder it does.  Only for tests that read the files, never
+    write beside them: the folder is checked to hold exactly ``files``.
     """
     from kernel_corpus import cache_dir
 
-    folder = cache_dir() / "sources" / hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()[:24]
-    path = folder / name
-    try:
-        if path.read_text() == text:
-            return path
-    except OSError:
-        pass
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(f"{name}\0{files[name]}\0".encode())
+    folder = cache_dir() / "sources" / h.hexdigest()[:24]
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
+    for name, text in files.items():
+        path = folder / name
+        try:
+            if path.read_text() == text:
+                continue
+        except OSError:
+            pass
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    extra = {p.name for p in folder.iterdir() if not p.name.endswith(".tmp")} - set(files)
+    assert not extra, f"{folder} holds files a test wrote beside the sources: {sorted(extra)}"
+    return folder

@@ -15,7 +15,7 @@ import functools
 import tempfile
 from pathlib import Path
 
-from corpus_util import CORPUS_DIR, corpus_ptx
+from corpus_util import CORPUS_DIR, corpus_ptx, stable_source
 
 __all__ = ["ADVISE_BUDGET", "DATA", "page", "page_text"]
 
@@ -56,10 +56,11 @@ def page_text(name: str) -> str:
 
         from memory_builders import CUDA_TRANSPOSES
 
-        cu = _DIR / "transposes.cu"
-        cu.write_text(CUDA_TRANSPOSES)
+        # the same path in every run: NVRTC's and ptxas's runs are the tool memo's to answer
+        cu = stable_source(CUDA_TRANSPOSES, "transposes.cu")
         ptx = compile_cuda(CUDA_TRANSPOSES, str(cu), "sm_80")
-        return html_report(ptx, "transposes.ptx", page=PageOptions(source_dirs=(str(_DIR),)))
+        return html_report(ptx, "transposes.ptx",
+                           page=PageOptions(source_dirs=(str(cu.parent),)))
     raise KeyError(name)
 
 

@@ -1,5 +1,6 @@
-"""Each distinct run of a compiler tool (the ptxas executable, nvJitLink's ptxas, nvdisasm)
-once: the test session remembers its result, keyed by everything the tool's output depends on.
+"""Each distinct run of a compiler tool (the ptxas executable, nvJitLink's ptxas, nvdisasm,
+NVRTC, and the tests' reference nvcc) once: the test session remembers its result, keyed by
+everything the tool's output depends on.
 
 Many tests run ``ptxforge analyze``/``check``/``sass`` on the same few files (a module fixture's
 build, a corpus source), and each of those runs pays ptxas and two nvdisasm processes, which
@@ -11,6 +12,12 @@ modules, the same ones in every run (the default hypothesis profile is derandomi
 process; a compile in the isolated worker, ``isolate=True`` and the sweep, always runs) and
 ``ptxforge.toolchain.sass._run``, with a memo:
 
+* NVRTC (``ptxforge.frontends.cuda_source.compile_cuda``, wrapped where the package binds
+  it) and nvcc (tests/support/nvcc_util.py) are keyed by the source's text and path, the
+  target, the flags, every local header the source includes (by content), the header names
+  in its folder and the NVIDIA wheels' versions (nvcc: also its executable and the host
+  compiler's); a source written to a new ``tmp_path`` in every run is a new input every time,
+  so tests that compile a ``.cu`` read it from ``corpus_util.stable_folder``;
 * the key is the tool's input and every option: for ptxas the PTX text, the target, the
   :class:`~ptxforge.toolchain.compile.CompileOptions` and the executables it would try (path,
   size and modification time of each); for nvJitLink the same with its version and its
@@ -49,13 +56,13 @@ from pathlib import Path
 
 from ptxforge.errors import PtxforgeError
 
-__all__ = ["install", "mode", "nvjitlink_log", "stats"]
+__all__ = ["install", "mode", "nvcc_run", "nvjitlink_log", "source_inputs", "stats"]
 
 _FORMAT = "tm1"          # bump to ignore every entry on disk
 _LOCK = threading.Lock()
 _MEMO: collections.OrderedDict = collections.OrderedDict()
 _KEEP = 1024             # results kept in memory (the least recently used go; disk keeps all)
-_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm", "nvrtc")
+_STATS = {f"{tool}_{what}": 0 for tool in ("ptxas", "nvjitlink", "nvdisasm", "nvrtc", "nvcc")
           for what in ("runs", "hits")}
 
 
@@ -260,7 +267,7 @@ def _wrap_nvdisasm(sass) -> None:
 
 # --- NVRTC (in process) -------------------------------------------------------------------
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S))', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S))', re.MULTILINE)
 _HEADERISH = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc")
 
 
@@ -301,8 +308,11 @@ def _local_headers(text: str, here: Path, dirs: list, seen: dict) -> bool:
     return True
 
 
-def _nvrtc_key(source, path: str, target, flags) -> str | None:
-    """The memo key of one NVRTC compile, or None when its inputs cannot all be named."""
+def source_inputs(source, path: str, flags) -> tuple | None:
+    """What a compile of CUDA C++ ``source`` (from ``path``, with ``flags``) reads besides the
+    toolkit's own headers: every local header it includes (path and SHA-256, recursively) and
+    the header names in the source's folder; None when that cannot be read off the text (an
+    ``#include MACRO``, a pre-include, an options file)."""
     if any(str(f).startswith(("-include", "--pre-include", "-dopt", "--options-file"))
            for f in flags):
         return None
@@ -317,11 +327,44 @@ def _nvrtc_key(source, path: str, target, flags) -> str | None:
         # what a wheel header's own include could find first: the source folder's headers
         listing = sorted(p.name for p in folder.iterdir()
                          if p.is_dir() or p.name.endswith(_HEADERISH)) if folder else []
-        ident = _nvrtc_identity()
-    except (OSError, ImportError, RuntimeError):
+    except OSError:
         return None
-    return "nvrtc-" + _digest(ident, source, path, target, tuple(map(str, flags)),
-                              sorted(seen.items()), listing)
+    return tuple(sorted(seen.items())), tuple(listing)
+
+
+def _nvrtc_key(source, path: str, target, flags) -> str | None:
+    """The memo key of one NVRTC compile, or None when its inputs cannot all be named."""
+    inputs = source_inputs(source, path, flags)
+    if inputs is None:
+        return None
+    try:
+        ident = _nvrtc_identity()
+    except (ImportError, OSError, RuntimeError):
+        return None
+    return "nvrtc-" + _digest(ident, source, path, target, tuple(map(str, flags)), inputs)
+
+
+def nvcc_run(exe: str, path, arch: str, flags: tuple, run):
+    """``run()``'s text (the log of ``nvcc -cubin -Xptxas -v`` on the source at ``path``),
+    remembered like a tool run: keyed by the source's text and local headers, the
+    path, arch and flags, nvcc's and the host compiler's executables (path, size, time) and the
+    NVIDIA wheels' versions.  A failing run (an exception) is not remembered."""
+    import shutil
+
+    if mode() == "off":
+        return run()
+    try:
+        text = Path(path).read_bytes()
+        inputs = source_inputs(text, str(path), flags)
+        host = tuple(_identity(t) for t in (shutil.which("gcc"), shutil.which("g++")) if t)
+        ident = (_identity(exe), host, _nvrtc_identity())
+    except (OSError, ImportError, RuntimeError):
+        return run()
+    if inputs is None:
+        return run()
+    key = "nvcc-" + _digest(ident, text, str(path), arch, tuple(map(str, flags)), inputs)
+    return _remembered(key, run, lambda v: v, lambda v: v if isinstance(v, str) else None,
+                       "nvcc")
 
 
 def _wrap_nvrtc() -> None:
