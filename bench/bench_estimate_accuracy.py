@@ -33,11 +33,13 @@ from ptxforge.analysis.prediction import MODEL, predict_registers
 SOURCES = ("nvrtc", "triton", "numba")
 
 
-def measure(arch: str = "sm_80") -> list:
-    """Per non-spilling corpus kernel: (CorpusKernel, ptxas registers, live count, Prediction)."""
+def measure(arch: str = "sm_80", modules: dict | None = None) -> list:
+    """Per non-spilling corpus kernel: (CorpusKernel, ptxas registers, live count, Prediction).
+    ``modules``: ``{ptx: parsed Module}`` already parsed (the tests' session-wide
+    ``kernel_corpus.corpus_modules``); the rest are parsed here."""
     kernels = corpus(arch)
     truth = ground_truths(kernels)
-    modules: dict = {}
+    modules = dict(modules or {})
     rows = []
     for k in kernels:
         g = truth[k.id]
