@@ -96,22 +96,37 @@ def accuracy(pred: list, truth: list) -> dict:
             "spearman": spearman(pred, truth)}
 
 
+#: (PTX text, file) -> parsed Module and (PTX text, file, kernel) -> (live count, Prediction):
+#: a kernel that several measurements of one process include (the test slices overlap) is
+#: parsed and predicted once per process (modules are immutable, the analysis is pure).
+_MODULES: dict = {}
+_PREDICTED: dict = {}
+
+
+def _predicted(k) -> tuple:
+    """(live count, Prediction) of corpus kernel ``k``."""
+    key = (k.ptx, k.file, k.kernel)
+    hit = _PREDICTED.get(key)
+    if hit is None:
+        module = _MODULES.get((k.ptx, k.file))
+        if module is None:
+            module = _MODULES[(k.ptx, k.file)] = parse(k.ptx, k.file)
+        kernel = module.kernel(k.kernel)
+        live = analyze_pressure(kernel).peak.units
+        hit = _PREDICTED[key] = (live, predict_registers(kernel, live_units=live))
+    return hit
+
+
 def _kernel_rows(items) -> list:
     """Rows for (CorpusKernel, family, compiler, role) items, non-spilling kernels only."""
     items = list(items)
     truth = ground_truths([it[0] for it in items])
-    modules: dict = {}
     rows = []
     for k, family, compiler, role in items:
         g = truth[k.id]
         if g.spills or g.registers <= 0:
             continue
-        module = modules.get(k.ptx)
-        if module is None:
-            module = modules[k.ptx] = parse(k.ptx, k.file)
-        kernel = module.kernel(k.kernel)
-        live = analyze_pressure(kernel).peak.units
-        p = predict_registers(kernel, live_units=live)
+        live, p = _predicted(k)
         rows.append(Row(k.id, family, compiler, role, g.registers, live, p.registers, p.low,
                         p.high, bool(getattr(p, "out_of_depth", ()))))
     return rows
