@@ -50,7 +50,7 @@ from collections import Counter
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import FAMILIES
+from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
 
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
@@ -190,7 +190,7 @@ KINDS = ("parameter", "immediate", "alias", "offset", "widen")
 
 #: Special registers that are the same for every thread of a block.
 _UNIFORM_SPECIALS = ("%ctaid", "%nctaid", "%ntid", "%nsmid", "%gridid")
-_ENDS_BLOCK = frozenset({"bra", "brx", "ret", "exit"})
+_ENDS_BLOCK = frozenset(families_with(Terminator))
 
 
 def _uniform_loads(body, insts, ndefs: Counter) -> set:
