@@ -5,7 +5,8 @@
 1. ``ptx live``: the PTX live count (the most 32-bit units live at once, the estimate);
 2. ``no-register values``: minus what SASS keeps out of registers (parameters read from the
    constant bank, immediates, ``cvta.to.global``, copies, constant address offsets,
-   32-to-64-bit widenings; :mod:`.view`);
+   32-to-64-bit widenings, and above the occupancy budget the read-only loads from a
+   warp-uniform address that ptxas keeps in uniform registers; :mod:`.view`);
 3. ``scheduling``: what ptxas's instruction order adds or saves against the PTX order:
    short guarded branches predicated (:mod:`.ifconvert`), then each basic block list
    scheduled (:mod:`.listsched`), for latency while fewer values are live than the
@@ -67,7 +68,7 @@ from .abi import call_targets
 from .bottomup import bottom_up_peak
 from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
-from .view import sass_view
+from .view import KINDS, sass_view
 
 __all__ = [
     "BAND",
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 #: The model's version: bump it whenever a rule or a constant changes.
-MODEL = "ptxforge-predict/6 (whole-program ptxas 13.5, sm_80)"
+MODEL = "ptxforge-predict/7 (whole-program ptxas 13.5, sm_80)"
 #: The occupancy budget where the target has no occupancy table.
 FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: the 5th and 95th percentiles on the training
@@ -97,7 +98,7 @@ FULL_OCCUPANCY_FALLBACK = 32
 BAND = (0.732, 1.28)
 #: The same for kernels :func:`out_of_depth` flags (tensor cores, calls, long blocks; model 6,
 #: model 5's were 0.774 and 1.267).
-DEEP_BAND = (0.783, 1.303)
+DEEP_BAND = (0.789, 1.303)
 #: A basic block longer than this (instructions) is beyond what the per-block list scheduler
 #: was checked on: ptxas's scheduler works in regions there (issue 29).
 LONG_BLOCK = 300
@@ -111,7 +112,8 @@ _KIND_WORDS = {"parameter": "parameters read from the constant bank",
                "special": "special registers read again",
                "alias": "cvta.to.global and copies",
                "offset": "constant address offsets",
-               "widen": "32-to-64-bit widenings"}
+               "widen": "32-to-64-bit widenings",
+               "uniform": "uniform loads kept in uniform registers"}
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -259,6 +261,11 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
     folded = view_liveness.peak_units()[0]  # max(series("at")), without the series
     budget = kernel_budget(kernel, target)
     room = budget - FIXED_OVERHEAD - holes  # 32-bit units the values may take
+    if folded >= room:  # above the budget: uniform loads move to uniform registers (model 7)
+        uni = sass_view(kernel, kinds=KINDS + ("uniform",))
+        if uni.folded.get("uniform"):
+            view, view_liveness = uni, analyze_liveness(uni.kernel)
+            folded = view_liveness.peak_units()[0]
     converted, n_if = if_convert(view.kernel, max_body)
     # the schedule's peak is capped at the budget below it and at the PTX order's above it;
     # below the budget a peak up to ``folded`` gives ``folded``: blocks that cannot pass it

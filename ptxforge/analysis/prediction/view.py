@@ -14,6 +14,10 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
 * **32-to-64-bit widenings** (``cvt.u64.u32 %rd1, %r16``) never take a register pair: the
   64-bit address arithmetic reads the 32-bit value and supplies the high word
   (``LEA R4, P5, R15, UR6, 0x2`` / ``LEA.HI.X R5, R15, UR4, RZ, 0x2, P5``);
+* **uniform loads** (``kinds=(..., "uniform")``, which the prediction asks for above the
+  occupancy budget only): a 32-bit ``ld.global.nc`` from a warp-uniform address, read only in
+  the block that loads it, can be moved to a uniform register (``R2UR UR7, R0``), outside
+  the count;
 * **special registers** (``%tid.x``, ``%ctaid.y``) are *not* among them: an ``S2R`` is slow
   (a variable-latency read), so ptxas 13.5 reads each once and keeps it
   (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
@@ -46,7 +50,7 @@ from collections import Counter
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import FAMILIES
+from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
 
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
@@ -184,16 +188,66 @@ def _scan(instructions) -> tuple[Counter, dict, list]:
 KINDS = ("parameter", "immediate", "alias", "offset", "widen")
 
 
+#: Special registers that are the same for every thread of a block.
+_UNIFORM_SPECIALS = ("%ctaid", "%nctaid", "%ntid", "%nsmid", "%gridid")
+_ENDS_BLOCK = frozenset(families_with(Terminator))
+
+
+def _uniform_loads(body, insts, ndefs: Counter) -> set:
+    """Names of the 32-bit values loaded by an unguarded ``ld.global.nc`` from a warp-uniform
+    address (every register the address depends on is defined once, from parameters,
+    immediates, symbols and the block-wide special registers) and read only in the basic
+    block that loads them: ptxas can keep them in uniform registers, outside the count
+    (``fir_run<16,16>``: ``LDG.E.CONSTANT R0, [R2.64+0x20]`` / ``R2UR UR7, R0``, a UGPR peak
+    of 18; docs/prediction.md, "Uniform loads")."""
+    uniform: set = set()
+    out: set = set()
+    for inst in insts:
+        if inst.guard is not None or inst.ndefs != 1:
+            continue
+        dst = inst.operands[0]
+        if not isinstance(dst, ir.Register) or dst.type.is_pred or ndefs[dst.name] != 1:
+            continue
+        if not all(op.name.startswith(_UNIFORM_SPECIALS) if isinstance(op, ir.SpecialReg)
+                   else all(r.name in uniform for r in ir.registers_in(op))
+                   for op in inst.operands[1:]):
+            continue
+        if inst.family not in _MEMORY or inst.opcode.startswith("ld.param"):
+            uniform.add(dst.name)
+        elif inst.opcode.startswith("ld.global.nc") and dst.units == 1:
+            out.add(dst.name)
+    block, where = 0, {}  # a value read outside the block that loads it stays in a register
+    for stmt in body:
+        if not isinstance(stmt, ir.Instruction):
+            block += 1
+            continue
+        for k, op in enumerate(stmt.operands):
+            for r in ir.registers_in(op):
+                if k < stmt.ndefs and r.name in out and not isinstance(op, ir.Address):
+                    where[r.name] = block
+                elif r.name in out and where.get(r.name) != block:
+                    out.discard(r.name)
+        if stmt.guard is not None and stmt.guard.register.name in out:
+            out.discard(stmt.guard.register.name)
+        if stmt.family in _ENDS_BLOCK:
+            block += 1
+    return out
+
+
 def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
-    ``special``, ``alias``, ``offset``, ``widen``)."""
+    ``special``, ``alias``, ``offset``, ``widen``, ``uniform``)."""
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
+    if "uniform" in kinds:
+        for name in _uniform_loads(body, insts, ndefs):
+            plan[name] = ("free", None)
+            folded["uniform"] += 1
     for inst in insts:
         kind = fold_kind(inst)
         if kind is None and "offset" in kinds:
