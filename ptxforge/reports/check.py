@@ -419,9 +419,11 @@ def check(kernels: Sequence, base: Budget = Budget(),
     findings = []
     names = []
     for k in kernels:
-        pool = (k.name, full_name(k.name), display_name(k.name))
-        names.append(pool)
-        b = budget_file.for_kernel(pool, base) if budget_file is not None else base
+        b = base
+        if budget_file is not None:   # the names its globs match (demangled: only for them)
+            pool = (k.name, full_name(k.name), display_name(k.name))
+            names.append(pool)
+            b = budget_file.for_kernel(pool, base)
         findings += _evaluate(k, b)
     unmatched = budget_file.unmatched(names) if budget_file is not None else ()
     return CheckReport(findings=tuple(findings), kernels=tuple(kernels), unmatched=unmatched,

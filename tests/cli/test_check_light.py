@@ -131,3 +131,20 @@ def test_sarif_computes_the_peak_lines_of_the_failing_kernels_only(build, jobs):
         computed = {k.name: k.part.computed() for u in filled if u.analysis is not None
                     for k in u.analysis.kernels}
         assert {n for n, c in computed.items() if c} == {f.name for f in failing}
+
+
+def test_without_a_budget_file_no_full_name_is_demangled(build):
+    """The flags' budget matches no names: only the short names the table prints are
+    demangled (a folder of template kernels spent a tenth of its main thread on the full
+    names, read only by a budget file's globs)."""
+    from ptxforge.ptx import demangle
+
+    figures = [f for u in collect([build], reads=()) for f in u.figures]
+    mangled = [f.name for f in figures if f.name.startswith("_Z")]
+    assert mangled
+    demangle._MEMO.clear()
+    report = check(figures, Budget(max_registers=24))
+    text = report.to_text()
+    assert all((n, True) in demangle._MEMO for n in mangled)     # the table's short names
+    assert not any((n, False) in demangle._MEMO for n in mangled)
+    assert any(demangle.display_name(n) in text for n in mangled)
