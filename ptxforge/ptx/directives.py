@@ -34,6 +34,11 @@ def _blank(m: re.Match) -> str:
     return text if text[0] == '"' else _NOT_NEWLINE.sub(" ", text)
 
 
+#: the last text masked and its mask: a compile reads the ``.target`` line and the entries
+#: of the same text (two masks of the whole file per compile, on the compile thread)
+_LAST_MASKED: tuple = ("", "")
+
+
 def mask_comments(ptx: str) -> str:
     """``ptx`` with comments blanked (newlines kept): offsets and line numbers stay valid.
 
@@ -42,7 +47,13 @@ def mask_comments(ptx: str) -> str:
         >>> mask_comments('add.s32 %r1, %r2, 1; // x\\n/* a\\nb */ "//s"')
         'add.s32 %r1, %r2, 1;     \\n    \\n     "//s"'
     """
-    return _COMMENT_OR_STRING.sub(_blank, ptx)
+    global _LAST_MASKED
+    last = _LAST_MASKED          # one read: another thread may replace it meanwhile
+    if last[0] is ptx:
+        return last[1]
+    clean = _COMMENT_OR_STRING.sub(_blank, ptx)
+    _LAST_MASKED = (ptx, clean)
+    return clean
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -99,6 +110,9 @@ def _dims(text: str) -> tuple:
     return tuple(int(x) for x in re.findall(r"\d+", text))
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def _headers(clean: str):
     """(name, start of .entry, start of directives, offset of '{', end of body) per entry."""
     for m in _ENTRY.finditer(clean):
@@ -110,13 +124,13 @@ def _headers(clean: str):
         close = clean.rfind(")", m.end(), brace)
         directives = close + 1 if head >= 0 and close > head else m.end()
         depth, end = 0, brace
-        for end in range(brace, len(clean)):
-            if clean[end] == "{":
-                depth += 1
-            elif clean[end] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
+        for b in _BRACE.finditer(clean, brace):
+            end = b.start()
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                break
+        else:
+            end = max(len(clean) - 1, brace)   # unclosed: the body runs to the end
         yield m.group(1), m.start(), directives, brace, end
 
 
