@@ -268,9 +268,15 @@ def test_inlined_helper_is_named_in_corpus():
 
 
 def test_large_module_parses_in_linear_time():
-    """A 1 MB module parses; per byte it costs at most 1.3x what a quarter of its kernels cost
-    (a ratio in one run, in this process's CPU time: the machine's load cancels)."""
+    """A 1 MB module parses; per byte it costs less than 1.6x what half of its kernels cost (a
+    ratio in one run, in this process's CPU time, the least of three interleaved parses of each
+    with the cyclic collector paused, as the analysis runs it: the machine's load cancels, and
+    the collector's passes over a heap that grows with the module do not count).  A step that
+    costs the whole file per kernel makes it about 2; under load a linear parse measured
+    0.9-1.35 here."""
     import time
+
+    from ptxforge.analysis.gc_pause import gc_paused
 
     src = corpus_ptx("gemm", "sm_90", True)
     head = src.split(".visible .entry", 1)[0]
@@ -278,20 +284,27 @@ def test_large_module_parses_in_linear_time():
     tail = ".file" + src.split(".file", 1)[1]
     copies = 1_000_000 // len(body) + 1
     bodies = [body.replace("sgemm_", f"sgemm{j}_") for j in range(copies)]
-    small = head + "".join(bodies[:copies // 4]) + tail
+    small = head + "".join(bodies[:copies // 2]) + tail
     big = head + "".join(bodies) + tail
     assert len(big) > 1_000_000
+
+    def cost(text: str) -> tuple:
+        with gc_paused():
+            t = time.process_time()
+            module = parse(text)
+            return time.process_time() - t, module
+
     parse(small)                                # warm the parser's lazy tables first
-    t = time.process_time()
-    m_small = parse(small)
-    t_small = time.process_time() - t
-    t = time.process_time()
-    m = parse(big)
-    t_big = time.process_time() - t
+    t_small = t_big = float("inf")
+    for _ in range(3):                          # interleaved, so a change of load hits both
+        took, m_small = cost(small)
+        t_small = min(t_small, took)
+        took, m = cost(big)
+        t_big = min(t_big, took)
     assert len(m.entries) >= 2 * copies
-    assert len(m.entries) == len(m_small.entries) * copies // (copies // 4)
+    assert len(m.entries) == len(m_small.entries) * copies // (copies // 2)
     ratio = (t_big / max(t_small, 1e-6)) / (len(big) / len(small))
-    assert ratio < 1.3, f"per byte the 1 MB module costs {ratio:.2f}x the small one"
+    assert ratio < 1.6, f"per byte the 1 MB module costs {ratio:.2f}x the small one"
 
 
 # --- registers named without '%', scoped declarations, module-level directives, vector and
