@@ -145,26 +145,20 @@ def _printed(rows: list) -> tuple:
     return tuple(offsets), tuple(lines)
 
 
+def _leb(b: bytes, pos: int, signed: bool = False) -> tuple:
+    """``(value, next position)`` of the LEB128 number at ``pos`` (ULEB128, or SLEB128)."""
+    out = shift = 0
+    while True:
+        byte = b[pos]
+        pos += 1
+        out |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return (out - (1 << shift) if signed and byte & 0x40 else out), pos
+
+
 def _uleb(b: bytes, pos: int) -> tuple:
-    out = shift = 0
-    while True:
-        byte = b[pos]
-        pos += 1
-        out |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return out, pos
-
-
-def _sleb(b: bytes, pos: int) -> tuple:
-    out = shift = 0
-    while True:
-        byte = b[pos]
-        pos += 1
-        out |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (out - (1 << shift) if byte & 0x40 else out), pos
+    return _leb(b, pos)
 
 
 def _cstr(b: bytes, pos: int) -> tuple:
@@ -268,7 +262,7 @@ def _program(b: bytes, pos: int, relocs: dict, zero: Optional[str], rows: dict) 
             n, p = _uleb(b, p)
             addr += n * min_len
         elif op == 3:
-            n, p = _sleb(b, p)
+            n, p = _leb(b, p, signed=True)
             line += n
         elif op == 4:
             file, p = _uleb(b, p)
