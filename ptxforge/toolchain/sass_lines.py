@@ -118,17 +118,17 @@ def _table(data: bytes, sections: tuple, by: dict, name: str, symbols: list) -> 
     sec = by.get(name)
     if sec is None:
         return {}
-    relocs = _relocations(data, sections, sec, symbols)
     blob = data[sec.offset:sec.offset + sec.size]
     # the PTX program names no file: its file 0 is the one PTX text ptxas kept
     texts = [s.name for s in sections if s.name.startswith(_PTX_TEXT)]
     zero = texts[0] if name == _PTX and texts == [_PTX_TEXT] else None
     rows: dict = {}
     pos = 0
-    try:
+    try:       # a damaged table: cut short, a string without its end, a bad relocation
+        relocs = _relocations(data, sections, sec, symbols)
         while pos < len(blob):
             pos = _program(blob, pos, relocs, zero, rows)
-    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+    except (struct.error, IndexError, ValueError) as exc:    # UnicodeDecodeError included
         raise LineTableUnsupported(f"{name}: {exc}") from None
     return {fn: _printed(r) for fn, r in rows.items()}
 
@@ -155,10 +155,6 @@ def _leb(b: bytes, pos: int, signed: bool = False) -> tuple:
         shift += 7
         if byte < 0x80:
             return (out - (1 << shift) if signed and byte & 0x40 else out), pos
-
-
-def _uleb(b: bytes, pos: int) -> tuple:
-    return _leb(b, pos)
 
 
 def _cstr(b: bytes, pos: int) -> tuple:
@@ -191,9 +187,9 @@ def _header(b: bytes, pos: int, zero: Optional[str] = None) -> tuple:
     files = [zero]
     while b[p]:
         f, p = _cstr(b, p)
-        d, p = _uleb(b, p)
-        _, p = _uleb(b, p)
-        _, p = _uleb(b, p)
+        d, p = _leb(b, p)
+        _, p = _leb(b, p)
+        _, p = _leb(b, p)
         files.append(f if f.startswith("/") or not dirs[d] else f"{dirs[d]}/{f}")
     if line_range == 0:
         raise LineTableUnsupported("line_range 0")
@@ -239,7 +235,7 @@ def _program(b: bytes, pos: int, relocs: dict, zero: Optional[str], rows: dict) 
             line += line_base + adj % line_range
             emit()
         elif op == 0:
-            n, p = _uleb(b, p)
+            n, p = _leb(b, p)
             sub, nxt = b[p], p + n
             if sub == 1:                               # end_sequence
                 fn, addr, file, line, context = None, 0, 1, 1, 0
@@ -249,8 +245,8 @@ def _program(b: bytes, pos: int, relocs: dict, zero: Optional[str], rows: dict) 
                     raise LineTableUnsupported(f"set_address at {p + 1:#x} without relocation")
                 fn, addr = relocs[p + 1]
             elif sub == _NV_INLINED:
-                context, q = _uleb(b, p + 1)
-                _, q = _uleb(b, q)
+                context, q = _leb(b, p + 1)
+                _, q = _leb(b, q)
                 if q != nxt:
                     raise LineTableUnsupported("an inlined-call opcode of another shape")
             elif sub != 4:                             # 4: set_discriminator
@@ -259,13 +255,13 @@ def _program(b: bytes, pos: int, relocs: dict, zero: Optional[str], rows: dict) 
         elif op == 1:
             emit()
         elif op == 2:
-            n, p = _uleb(b, p)
+            n, p = _leb(b, p)
             addr += n * min_len
         elif op == 3:
             n, p = _leb(b, p, signed=True)
             line += n
         elif op == 4:
-            file, p = _uleb(b, p)
+            file, p = _leb(b, p)
         elif op == 8:
             addr += ((255 - opcode_base) // line_range) * min_len
         elif op == 9:
@@ -273,5 +269,5 @@ def _program(b: bytes, pos: int, relocs: dict, zero: Optional[str], rows: dict) 
             p += 2
         else:                                          # 5, 6, 7, 10, 11, 12 and unknown ones
             for _ in range(lengths[op - 1]):
-                _, p = _uleb(b, p)
+                _, p = _leb(b, p)
     return end

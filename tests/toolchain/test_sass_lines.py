@@ -127,6 +127,7 @@ def _patched(cubin: bytes, edit) -> bytes:
 @pytest.mark.parametrize("what, edit", [
     ("a DWARF 5 table", lambda d, at: struct.pack_into("<H", d, at + 4, 5)),
     ("64-bit DWARF", lambda d, at: struct.pack_into("<I", d, at, 0xFFFFFFFF)),
+    ("a table cut short", lambda d, at: struct.pack_into("<I", d, at, 0x7FFFFFF0)),
 ])
 def test_tables_it_does_not_read_are_refused(what, edit):
     cubin = compile_ptx(_module("nested:nested_inline"), "sm_80", line_info=True).cubin
@@ -138,3 +139,17 @@ def test_a_cubin_without_line_info_has_no_tables():
     cubin = compile_ptx(corpus_ptx(corpus_sources()[0], "sm_80", False), "sm_80").cubin
     assert read_line_tables(cubin, read_cubin(cubin)) == ({}, {})
     assert function_lines(None, (0, 16)) == {}
+
+
+def test_a_file_table_without_its_end_is_refused():
+    """A directory name that runs to the end of the section (no NUL) is refused as a table
+    this reader does not handle, not raised as a ValueError."""
+    cubin = compile_ptx(_module("nested:nested_inline"), "sm_80", line_info=True).cubin
+    info = read_cubin(cubin)
+    (sec,) = [s for s in info.sections if s.name == ".debug_line"]
+    assert struct.unpack_from("<H", cubin, sec.offset + 4)[0] == 3 and cubin[sec.offset + 14] == 13
+    data = bytearray(cubin)
+    start = sec.offset + 27          # DWARF 3: the directory table follows 12 opcode lengths
+    data[start:sec.offset + sec.size] = b"A" * (sec.offset + sec.size - start)
+    with pytest.raises(LineTableUnsupported, match="debug_line"):
+        read_line_tables(bytes(data), info)
