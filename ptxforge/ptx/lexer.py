@@ -1,8 +1,11 @@
 """PTX tokenizer and the small syntax tables the parser reads.
 
 One compiled regular expression splits the whole text into tokens in C (``findall``), so a
-megabyte of PTX tokenizes in a few tens of milliseconds.  Token positions are only needed
-for error messages and verbatim initialisers, so they are computed lazily, once.
+megabyte of PTX tokenizes in a few tens of milliseconds.  Each match carries the white space
+before its token, so the matches tile the text: a token's offset is the running sum of the
+matches' lengths less its own length, computed in C (``accumulate``) when first needed (error
+messages, verbatim directives and initialisers).  Comments are tokens there, and are cut out
+of the token list by slices between them (a few thousand in a large file, found by offset).
 
 Example::
 
@@ -14,6 +17,9 @@ Example::
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate
+from operator import sub
 from typing import Optional
 
 from ptxforge.errors import ParseError
@@ -30,12 +36,15 @@ __all__ = [
     "STATE_SPACES",
 ]
 
-# Leading whitespace is skipped by the non-capturing prefix; the one group is the token.
-# Comments are tokens (so positions stay countable) and are filtered out afterwards.
+# A match is the white space before a token and the token (no group: ``findall`` gives whole
+# matches, so that their lengths add up to offsets).  Every character is either white space
+# (``\s``, as ``str.isspace`` has it) or starts a token (``\S`` catches the rest), so the
+# matches tile the text but its trailing white space, and ``str.lstrip`` gives the token.
+# Comments are tokens (so positions stay countable) and are cut out afterwards.
 # The alternatives start with disjoint characters (but the final catch-all), so their order
 # only matters for speed: names and registers first, then one-character punctuation.
 _TOKEN = re.compile(
-    r"""[ \t\r\n\f\v]*(
+    r"""\s*(?:
       [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
     | [,;\[\]{}()+:@!|<>=-]
     | //[^\n]*
@@ -57,26 +66,27 @@ _TOKEN = re.compile(
 class Tokens:
     """The token list of one PTX text, with lazy positions for error reporting."""
 
-    __slots__ = ("text", "filename", "toks", "_pos", "_line_starts")
+    __slots__ = ("text", "filename", "toks", "_pos", "_all", "_ends", "_keep")
 
     def __init__(self, text: str, filename: str = "<ptx>") -> None:
         self.text = text
         self.filename = filename
-        raw = _TOKEN.findall(text)
-        self.toks: list[str] = [t for t in raw if not (t[0] == "/" and len(t) > 1 and t[1] in "/*")]
+        whole = _TOKEN.findall(text)
+        tokens = list(map(str.lstrip, whole))     # comments included
+        ends = list(accumulate(map(len, whole)))  # end offset of every match
+        del whole
+        keep = _between_comments(text, tokens, ends)
+        self.toks: list[str] = tokens if keep is None else _cut(tokens, keep)
+        self._all, self._ends, self._keep = tokens, ends, keep
         self._pos: Optional[list[int]] = None
-        self._line_starts: Optional[list[int]] = None
 
     # -- positions ------------------------------------------------------------------------
     def positions(self) -> list[int]:
         """Start offset of every (non-comment) token."""
         if self._pos is None:
-            pos = []
-            for m in _TOKEN.finditer(self.text):
-                t = m.group(1)
-                if not (t[0] == "/" and len(t) > 1 and t[1] in "/*"):
-                    pos.append(m.start(1))
-            self._pos = pos
+            starts = list(map(sub, self._ends, map(len, self._all)))
+            self._pos = starts if self._keep is None else _cut(starts, self._keep)
+            self._all, self._ends = [], []   # no longer needed
         return self._pos
 
     def offset(self, index: int) -> int:
@@ -104,6 +114,40 @@ class Tokens:
         offset = self.offset(index)
         line, col, text = self.line_col(offset)
         return ParseError(message, file=self.filename, line=line, column=col, text=text)
+
+
+_COMMENT_START = re.compile(r"//|/\*")
+
+
+def _between_comments(text: str, tokens: list, ends: list) -> Optional[list]:
+    """``[(start, end), ...]`` slices of ``tokens`` that hold no comment, or None when the
+    text has none.  A ``//`` or ``/*`` in the text starts a comment token only where a token
+    of two or more characters starts at that offset (else it lies inside a comment or a
+    string, or it is an unclosed ``/*``)."""
+    cuts = []
+    for m in _COMMENT_START.finditer(text):
+        at = m.start()
+        j = bisect_right(ends, at)
+        if j < len(tokens) and len(tokens[j]) > 1 and ends[j] - len(tokens[j]) == at:
+            cuts.append(j)   # a lone "/" (an unclosed "/*") is a token, not a comment
+    if not cuts:
+        return None
+    keep, start = [], 0
+    for j in cuts:
+        if j > start:
+            keep.append((start, j))
+        start = j + 1
+    if start < len(tokens):
+        keep.append((start, len(tokens)))
+    return keep
+
+
+def _cut(items: list, keep: list) -> list:
+    """The ``items`` in the slices ``keep`` (see :func:`_between_comments`), in order."""
+    out: list = []
+    for a, b in keep:
+        out.extend(items[a:b])
+    return out
 
 
 # -- special registers --------------------------------------------------------------------
