@@ -97,7 +97,7 @@ class KernelPart:
             from ptxforge.analysis.prediction import predict_registers
 
             self._prediction = predict_registers(self.kernel, live_units=self.pressure.peak.units,
-                                                 target=self.target)
+                                                 target=self.target, cfg=self.liveness.cfg)
         return self._prediction
 
     def computed(self) -> tuple:

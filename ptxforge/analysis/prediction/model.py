@@ -211,10 +211,11 @@ def _occupancy_budget(p, threads, min_blocks) -> int:
     return best or FULL_OCCUPANCY_FALLBACK
 
 
-def out_of_depth(kernel: ir.Kernel) -> tuple[str, ...]:
+def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
     """Why the prediction for ``kernel`` is less sure (its band is :data:`DEEP_BAND`): ``"tensor
     cores"`` (mma, wmma.mma, wgmma: fragments the rules do not model), ``"calls"`` (the call
-    ABI), ``"a block of N instructions"`` (longer than :data:`LONG_BLOCK`).
+    ABI), ``"a block of N instructions"`` (longer than :data:`LONG_BLOCK`).  ``cfg`` is the
+    kernel's :func:`~ptxforge.analysis.cfg.build_cfg` when the caller has it.
 
     Example::
 
@@ -228,7 +229,7 @@ def out_of_depth(kernel: ir.Kernel) -> tuple[str, ...]:
         reasons.append("tensor cores")
     if call_targets(kernel):
         reasons.append("calls")
-    longest = max((len(b) for b in build_cfg(kernel).blocks), default=0)
+    longest = max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
     if longest > LONG_BLOCK:
         reasons.append(f"a block of {longest} instructions")
     return tuple(reasons)
@@ -246,13 +247,14 @@ def kernel_budget(kernel: ir.Kernel, target: str | int = "sm_80") -> int:
 
 def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                       holes: int = HOLES, target: str | int = "sm_80",
-                      max_body: int = MAX_BODY) -> Prediction:
+                      max_body: int = MAX_BODY, cfg=None) -> Prediction:
     """Predict ptxas's (whole-program) register count for ``kernel`` from its PTX alone.
 
     ``live_units`` is the PTX live count when the caller has it (the pressure report's
     ``peak.units``); it is computed otherwise.  ``target`` and the kernel's launch bounds set
     the occupancy budget the schedule works to (:func:`kernel_budget`); ``max_body`` is the
-    longest branch body that is predicated (:data:`~.ifconvert.MAX_BODY`).
+    longest branch body that is predicated (:data:`~.ifconvert.MAX_BODY`); ``cfg`` is the
+    kernel's control-flow graph when the caller has it (its liveness's ``cfg``).
     """
     if live_units is None:
         live_units = _peak(kernel)[0]
@@ -267,13 +269,15 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
             view, view_liveness = uni, analyze_liveness(uni.kernel)
             folded = view_liveness.peak_units()[0]
     converted, n_if = if_convert(view.kernel, max_body)
+    # one liveness of the converted kernel for the schedule and the squeeze below
+    conv_liveness = analyze_liveness(converted) if n_if else view_liveness
     # the schedule's peak is capped at the budget below it and at the PTX order's above it;
     # below the budget a peak up to ``folded`` gives ``folded``: blocks that cannot pass it
     # need no schedule
     scheduled = list_schedule(converted, room, stop_at=max(room, folded),
-                              liveness=None if n_if else view_liveness,
+                              liveness=conv_liveness,
                               floor=folded if folded < room else 0).peak
-    deep = out_of_depth(kernel)
+    deep = out_of_depth(kernel, cfg)
     if folded < room:
         scheduled = max(folded, min(scheduled, room))
         why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; blocks list "
@@ -283,7 +287,7 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
         why = (f"{n_if} short branch{'es' if n_if != 1 else ''} predicated; above the "
                f"occupancy budget ({budget} on {target}) blocks list scheduled for pressure")
         if scheduled > room > 0 and not deep:  # no room at all: nothing fits
-            order = bottom_up_peak(converted, None if n_if else view_liveness)
+            order = bottom_up_peak(converted, conv_liveness)
             if order <= room + SQUEEZE_SLACK:
                 scheduled = room
                 why += (f"; squeezed to the budget: a bottom-up order keeps {order} units "
