@@ -212,3 +212,21 @@ def test_emission_keeps_the_instruction_lines():
     assert all(i.loc.inlined_at is None for i in k.instructions if i.loc is not None)
     lines = {i.loc.line for i in k.instructions if i.loc is not None}
     assert line_of("LEAF") in lines
+
+
+@pytest.mark.parametrize("section", [
+    # plain decimal lists (read by slices), one label's bytes split over two lists
+    "$L__info_string0:\n.b8 116,111,\n112,0\n.b8 0\n$L__info_string1:\n.b8 109,105,100,0\n",
+    # lists that end at a label, hex and suffixed items, .ascii/.asciz (the token loop)
+    "$L__info_string0:\n.b8 0x74,111,112U\n.b8 0\n$L__info_string1:\n.asciz \"mid\"\n",
+    "$L__info_string0:\n.ascii \"to\"\n.b8 112,0\n$L__info_string1:\n.b8 109,105\n.b8 100,0\n",
+])
+def test_debug_strings_in_every_form_name_the_same_functions(section):
+    text = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n"
+            "\t.reg .b32 %r<4>;\n\t.loc 1 20 5\n"
+            "\t.loc 1 15 5, function_name $L__info_string0, inlined_at 1 20 5\n"
+            "\t.loc 1 10 9, function_name $L__info_string1, inlined_at 1 15 5\n"
+            "\tmov.b32 %r1, 1;\n\tret;\n}\n.file 1 \"a.cu\"\n"
+            ".section .debug_str\n{\n" + section + "}\n")
+    loc = parse(text).kernel("k").instructions[0].loc
+    assert [f.function for f in loc.chain()] == ["mid", "top", None]

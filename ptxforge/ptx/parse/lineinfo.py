@@ -27,6 +27,10 @@ def _depth(loc: ir.SourceLoc) -> int:
     return n
 
 
+#: A decimal token of 0 to 255 and its value (the usual ``.b8`` item of ``.debug_str``).
+_DECIMAL_BYTE = {str(v): v for v in range(256)}
+
+
 class LineInfoParser(TokenCursor):
     """The line-information part of the parser (a mixin over :class:`TokenCursor`)."""
 
@@ -64,6 +68,11 @@ class LineInfoParser(TokenCursor):
                 k += 2
                 continue
             if t == ".b8":
+                fast = self._b8_run(k + 1)
+                if fast is not None:
+                    data.extend(fast[0])
+                    k = fast[1]
+                    continue
                 k += 1
                 while INT.match(toks[k]):
                     data.append(int_value(toks[k]) & 0xFF)
@@ -83,6 +92,28 @@ class LineInfoParser(TokenCursor):
             k += 1
         if label is not None:
             self.debug_str[label] = bytes(data)
+
+    def _b8_run(self, j: int) -> Optional[tuple[bytes, int]]:
+        """``(bytes, next index)`` of the ``.b8`` list starting at token ``j`` when it is plain
+        decimal bytes up to the next ``.b8`` (a label may end it), read by slices (the
+        section holds every inlined function's name: a third of a cub file's tokens); None
+        for anything else (the token loop reads it)."""
+        toks = self.toks
+        try:
+            stop = toks.index(".b8", j, self.n)
+        except ValueError:
+            return None   # the last list of the section: the token loop finds its end
+        if toks[stop - 1] == ":":
+            stop -= 2   # a label starts the next string
+        if stop <= j or (stop - j) % 2 == 0:
+            return None
+        commas = toks[j + 1:stop:2]
+        if commas.count(",") != len(commas):
+            return None
+        try:
+            return bytes(map(_DECIMAL_BYTE.__getitem__, toks[j:stop:2])), stop
+        except KeyError:
+            return None
 
     # -- line information ----------------------------------------------------------------------
     def loc_begin_function(self) -> None:
