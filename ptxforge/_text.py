@@ -139,8 +139,15 @@ def wrap(text: str, width: int = WIDTH, indent: str = "", subsequent: str = "  "
         >>> wrap("note: " + "word " * 30, 40)[:2]
         ['note: word word word word word word word', '  word word word word word word word']
     """
+    if len(indent) + len(text) <= width and text and not text[-1].isspace() \
+            and _OTHER_SPACE.search(text) is None:
+        return [indent + text]   # what textwrap gives for a line that fits, without its cost
     return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=subsequent,
                          break_long_words=False, break_on_hyphens=False) or [indent]
+
+
+#: The white space textwrap turns into spaces (a text with any takes textwrap's path).
+_OTHER_SPACE = re.compile("[\t\n\x0b\x0c\r]")
 
 
 def cap_list(items: Sequence[str], limit: int = 6, sep: str = ", ") -> str:

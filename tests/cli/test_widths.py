@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ptxforge._text import reg_ranges, table, wrap
 from ptxforge.toolchain.compile import compile_ptx
@@ -168,3 +171,17 @@ def test_singular_grammar(capsys, build):
         assert calls.startswith(f"{n} function{'s' if n > 1 else ''}: ")
         assert calls.split("; ")[1].startswith(
             "registers, spills and stack cover " + ("it" if n == 1 else "them"))
+
+
+
+_PIECES = [" ", "  ", "a", "bb", "-", "\t", "\n", "\r", "\xa0", "\u2003", "x" * 30, "é"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(_PIECES), max_size=20).map("".join),
+       width=st.integers(5, 60), indent=st.sampled_from(["", "  ", "- "]))
+def test_wrap_gives_what_textwrap_gives(text, width, indent):
+    # a line that fits skips textwrap: it must give the same lines
+    want = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="  ",
+                         break_long_words=False, break_on_hyphens=False) or [indent]
+    assert wrap(text, width, indent) == want
