@@ -138,7 +138,10 @@ def ptx_entries(ptx: str) -> tuple:
     """The kernels of a PTX module in source order (comments are ignored)."""
     clean = mask_comments(ptx)
     out = []
+    line, counted = 1, 0   # the line at offset ``counted`` (entries come in source order)
     for name, start, directives, brace, end in _headers(clean):
+        line += clean.count("\n", counted, start)
+        counted = start
         header = clean[directives:brace]
         local = 0
         for lm in _LOCAL.finditer(clean[brace:end]):
@@ -152,7 +155,7 @@ def ptx_entries(ptx: str) -> tuple:
             if dm:
                 vals = _dims(dm.group(1))
                 fields[key] = vals[0] if key in ("maxnreg", "minnctapersm") else vals
-        out.append(PtxEntry(name=name, line=clean.count("\n", 0, start) + 1,
+        out.append(PtxEntry(name=name, line=line,
                             local_array_bytes=local,
                             **fields))
     return tuple(out)

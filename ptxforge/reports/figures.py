@@ -149,9 +149,15 @@ def entry_lines(text: Optional[str]) -> dict:
     """
     if not text:
         return {}
+    from ptxforge.ptx.directives import mask_comments
+
+    text = mask_comments(text)   # a ``// .entry k`` comment names no kernel
     out: dict[str, int] = {}
+    line, counted = 1, 0   # the line at offset ``counted``: one pass over the text in all
     for m in re.finditer(r"\.entry\s+([A-Za-z_$%][\w$%]*)", text):
-        out.setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
+        line += text.count("\n", counted, m.start())
+        counted = m.start()
+        out.setdefault(m.group(1), line)
     return out
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
 from collections import Counter
 
 import attrs
@@ -101,6 +102,10 @@ def source_loops(text: str) -> tuple:
     condition comes last, are not listed)."""
     code = _blank(text)
     raw = text.split("\n")
+    breaks = [m.start() for m in re.finditer("\n", code)]
+
+    def line_of(offset: int) -> int:   # 1-based line of ``offset`` (no scan per loop)
+        return bisect_left(breaks, offset) + 1
     out = []
     for m in _LOOP.finditer(code):
         head_end = _close(code, m.end() - 1, "(", ")")
@@ -113,8 +118,8 @@ def source_loops(text: str) -> tuple:
             continue    # the end of a do ... while
         end = (_close(code, rest, "{", "}") if code[rest: rest + 1] == "{"
                else _statement_end(code, rest))
-        line = code.count("\n", 0, m.start()) + 1
-        body = (code.count("\n", 0, rest) + 1, code.count("\n", 0, end) + 1)
+        line = line_of(m.start())
+        body = (line_of(rest), line_of(end))
         above = line - 1
         while above >= 1 and not raw[above - 1].strip():
             above -= 1

@@ -32,3 +32,20 @@ def test_the_mask_of_the_same_text_is_made_once():
     other = text.replace("sm_80", "sm_86")
     assert ptx_target(other).arch == "sm_86" and mask_comments(other) is not first
     assert mask_comments(text) == first
+
+
+def test_entry_lines_on_a_many_kernel_text():
+    # counted in one pass over the text: each entry's line must still be its own
+    from ptxforge.reports.figures import entry_lines
+
+    parts = [".version 8.0\n.target sm_80\n.address_size 64\n// .entry fake() {}\n"]
+    for i in range(60):
+        parts.append("\n" * (i % 5) + f".visible .entry k{i}(\n.param .u32 p\n)\n.maxntid {32 * (i % 4 + 1)}\n"
+                     "{\n\tret;\n}\n")
+    text = "".join(parts)
+    want = {f"k{i}": n for n, line in enumerate(text.split("\n"), 1)
+            for i in range(60) if line == f".visible .entry k{i}("}
+    got = {e.name: e.line for e in ptx_entries(text)}
+    assert got == want and len(got) == 60
+    assert entry_lines(text) == want
+    assert [e.maxntid for e in ptx_entries(text)][:4] == [(32,), (64,), (96,), (128,)]
