@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from itertools import accumulate
 from operator import sub
@@ -73,7 +74,7 @@ class Tokens:
         self.filename = filename
         whole = _TOKEN.findall(text)
         tokens = list(map(str.lstrip, whole))     # comments included
-        ends = list(accumulate(map(len, whole)))  # end offset of every match
+        ends = array("q", accumulate(map(len, whole)))  # end offset of every match
         del whole
         keep = _between_comments(text, tokens, ends)
         self.toks: list[str] = tokens if keep is None else _cut(tokens, keep)
@@ -86,7 +87,7 @@ class Tokens:
         if self._pos is None:
             starts = list(map(sub, self._ends, map(len, self._all)))
             self._pos = starts if self._keep is None else _cut(starts, self._keep)
-            self._all, self._ends = [], []   # no longer needed
+            self._all, self._ends = [], array("q")   # no longer needed
         return self._pos
 
     def offset(self, index: int) -> int:
@@ -119,7 +120,7 @@ class Tokens:
 _COMMENT_START = re.compile(r"//|/\*")
 
 
-def _between_comments(text: str, tokens: list, ends: list) -> Optional[list]:
+def _between_comments(text: str, tokens: list, ends: array) -> Optional[list]:
     """``[(start, end), ...]`` slices of ``tokens`` that hold no comment, or None when the
     text has none.  A ``//`` or ``/*`` in the text starts a comment token only where a token
     of two or more characters starts at that offset (else it lies inside a comment or a
