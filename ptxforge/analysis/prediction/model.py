@@ -5,8 +5,9 @@
 1. ``ptx live``: the PTX live count (the most 32-bit units live at once, the estimate);
 2. ``no-register values``: minus what SASS keeps out of registers (parameters read from the
    constant bank, immediates, ``cvta.to.global``, copies, constant address offsets,
-   32-to-64-bit widenings, and above the occupancy budget the read-only loads from a
-   warp-uniform address that ptxas keeps in uniform registers; :mod:`.view`);
+   32-to-64-bit widenings, above the occupancy budget the read-only loads from a
+   warp-uniform address that ptxas keeps in uniform registers, below it the warp-uniform
+   integer values read in loops, in uniform registers or the constant bank; :mod:`.view`);
 3. ``scheduling``: what ptxas's instruction order adds or saves against the PTX order:
    short guarded branches predicated (:mod:`.ifconvert`), then each basic block list
    scheduled (:mod:`.listsched`), for latency while fewer values are live than the
