@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/6 (model 7 moves none of them) and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/8 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from prediction_table import figures, measure, size_class
 
 from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 
-#: Measured on the slice (ptxforge-predict/6 and /7, ptxas 13.5, sm_80): held-out families 71 kernels,
-#: 39 within +-10% (54.9%), median error 9.375%, Spearman 0.938, band coverage 90.1%; training
-#: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, coverage 100%.  (Model 5,
-#: the same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
+#: Measured on the slice (ptxforge-predict/8, ptxas 13.5, sm_80): held-out families 71 kernels,
+#: 41 within +-10% (57.7%), median error 9.375%, Spearman 0.938, band coverage 87.3%; training
+#: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, Spearman 0.946, coverage
+#: 97.6%.  (Models 6 and 7: 39 of 71, coverage 90.1%; 26 of 41, coverage 100%.  Model 5, the
+#: same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
 #: stencil3d_zqueue<4,double>.  ptxforge-predict/3 on the held-out slice: docs/prediction.md.)
-HELD_OUT_SLICE = {"within10": 39 / 71, "median_error": 0.09375, "spearman": 0.938}
-TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.938}
+HELD_OUT_SLICE = {"within10": 41 / 71, "median_error": 0.09375, "spearman": 0.938}
+TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.946}
 #: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
 #: the issue asks it to hold within 5 points.
 CLAIMED_COVERAGE = 0.90
@@ -61,7 +62,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/7")
+    assert MODEL.startswith("ptxforge-predict/8")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 

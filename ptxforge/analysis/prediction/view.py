@@ -18,6 +18,14 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
   occupancy budget only): a 32-bit ``ld.global.nc`` from a warp-uniform address, read only in
   the block that loads it, can be moved to a uniform register (``R2UR UR7, R0``), outside
   the count;
+* **warp-uniform integer values read in a loop** (``kinds=(..., "warp-uniform")``, which the
+  prediction asks for below the occupancy budget only, model 8): a value computed by integer
+  arithmetic from parameters, immediates and the block-wide special registers only (a row
+  base, a bound, a uniform loop counter), and read by an instruction inside a loop, lives in a
+  uniform register (``S2UR UR6, SR_CTAID.X`` / ``UIMAD.WIDE.U32 UR4, UR6, UR4, URZ`` /
+  ``IADD3 R3, P1, R4, UR4, RZ`` in the loop), or is read from the constant bank
+  (``%ntid.x``: ``IADD3 R4, R4, c[0x0][0x0], RZ``): the view keeps its instructions, and
+  their dependences, but moves the value to a register class no count includes;
 * **special registers** (``%tid.x``, ``%ctaid.y``) are *not* among them: an ``S2R`` is slow
   (a variable-latency read), so ptxas 13.5 reads each once and keeps it
   (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
@@ -50,7 +58,10 @@ from collections import Counter
 import attrs
 
 from ptxforge.ptx import ir
+from ptxforge.ptx import types as T
 from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
+
+from ..cfg import build_cfg
 
 __all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
 
@@ -234,10 +245,69 @@ def _uniform_loads(body, insts, ndefs: Counter) -> set:
     return out
 
 
+#: Families that compute a value from their operands alone, on the ALU (no memory, warp,
+#: control or special-function trait in the opcode table): with integer types and operands
+#: the same in every lane, sm_75+ runs them on the uniform datapath (``UIADD3``, ``UIMAD``,
+#: ``ULOP3``, ``USHF``, ``USEL``, ``UISETP``, ``UMOV``); sm_80 has no uniform float datapath.
+_UNIFORM_ALU = frozenset(name for name, row in FAMILIES.items()
+                         if not row.traits and row.latency == "alu")
+_FLOAT_TYPES = (".f16", ".f32", ".f64", ".bf16", ".tf32")
+
+
+def _uniform_definition(inst: ir.Instruction) -> bool:
+    """``inst`` may define a warp-uniform value: unguarded ``ld.param`` or integer ALU, its
+    special-register operands block-wide (``%ctaid``, ``%nctaid``, ``%ntid``)."""
+    op = inst.opcode
+    if inst.guard is not None:
+        return False
+    if inst.family == "ld":
+        if not op.startswith("ld.param"):
+            return False
+    elif inst.family not in _UNIFORM_ALU or any(t in op for t in _FLOAT_TYPES):
+        return False
+    return not any(isinstance(o, ir.SpecialReg) and not o.name.startswith(_UNIFORM_SPECIALS)
+                   for o in inst.operands)
+
+
+def _warp_uniform(kernel: ir.Kernel, insts, reads: list) -> set:
+    """Names of the integer values that are the same for every thread of a warp (every
+    definition :func:`_uniform_definition`, every register it reads such a value, loop
+    variables included) and are read by an instruction inside a loop: ptxas keeps them in
+    uniform registers or the constant bank (module docstring; docs/prediction.md, "Warp-uniform
+    values in loops")."""
+    defs: dict = {}
+    for inst in insts:
+        for r in inst.defs:
+            defs.setdefault(r.name, []).append(inst)
+    ok = {name for name, ds in defs.items() if all(_uniform_definition(i) for i in ds)}
+    changed = True
+    while changed:  # drop values that read a non-uniform one, until nothing changes
+        changed = False
+        for name in list(ok):
+            for inst in defs[name]:
+                regs = [r.name for k, o in enumerate(inst.operands) if k >= inst.ndefs
+                        for r in ir.registers_in(o)]
+                if any(r not in ok for r in regs):
+                    ok.discard(name)
+                    changed = True
+                    break
+    if not ok:
+        return ok
+    cfg = build_cfg(kernel)
+    in_loops: set = set()
+    for lp in cfg.loops:
+        for b in lp.blocks:
+            for n in range(cfg.blocks[b].start, cfg.blocks[b].end):
+                in_loops.update(reads[n])
+                if insts[n].guard is not None:
+                    in_loops.add(insts[n].guard.register.name)
+    return ok & in_loops
+
+
 def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
-    ``special``, ``alias``, ``offset``, ``widen``, ``uniform``)."""
+    ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``)."""
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
@@ -248,7 +318,18 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
         for name in _uniform_loads(body, insts, ndefs):
             plan[name] = ("free", None)
             folded["uniform"] += 1
+    uniform: set = set()
+    if "warp-uniform" in kinds:
+        # what another kind takes out is left to it (the same effect, its own name)
+        other = {i.operands[0].name for i in insts if fold_kind(i) in kinds}
+        uniform = {name for name in _warp_uniform(kernel, insts, reads)
+                   if name not in plan and (ndefs[name] != 1 or name not in other)}
+        if uniform:
+            folded["warp-uniform"] = len(uniform)
     for inst in insts:
+        if uniform and inst.ndefs == 1 and isinstance(inst.operands[0], ir.Register) \
+                and inst.operands[0].name in uniform:
+            continue
         kind = fold_kind(inst)
         if kind is None and "offset" in kinds:
             base = _offset_fold(inst)
@@ -277,8 +358,33 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
             plan[dst.name] = ("remat", src) if "address" in uses.get(dst.name, []) \
                 else ("free", None)
         folded[kind] += 1
-    return SassView(kernel=attrs.evolve(kernel, body=tuple(_rewrite(body, plan, reads))),
-                    folded=dict(folded))
+    out = _rewrite(body, plan, reads)
+    if uniform:
+        out = _uniform_registers(out, uniform)
+    return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded))
+
+
+def _uniform_registers(body, names: set):
+    """``body`` with the registers called ``names`` moved out of the general register file:
+    each becomes a register of a class that no count includes (a predicate's), so its
+    definitions and uses stay where they are, with their dependences, and take no unit."""
+
+    def sub(op):
+        if isinstance(op, ir.Register) and op.name in names:
+            return ir.Register(op.name, T.pred)
+        if isinstance(op, ir.Address) and isinstance(op.base, ir.Register):
+            return ir.Address(sub(op.base), op.offset)
+        if isinstance(op, ir.Vector):
+            return ir.Vector(tuple(sub(e) for e in op.elements), op.style)
+        return op
+
+    for stmt in body:
+        if isinstance(stmt, ir.Instruction):
+            ops = tuple(sub(o) for o in stmt.operands)
+            if ops != stmt.operands:
+                stmt = ir.Instruction(stmt.opcode, ops, stmt.ndefs, stmt.guard, stmt.loc) \
+                    if type(stmt) is ir.Instruction else attrs.evolve(stmt, operands=ops)
+        yield stmt
 
 
 def _rewrite(body, plan: dict, reads: list):
