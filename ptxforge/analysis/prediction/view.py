@@ -269,31 +269,40 @@ def _uniform_definition(inst: ir.Instruction) -> bool:
                    for o in inst.operands)
 
 
-def _warp_uniform(kernel: ir.Kernel, insts, reads: list) -> set:
+def _warp_uniform(kernel: ir.Kernel, insts, reads: list, cfg=None) -> set:
     """Names of the integer values that are the same for every thread of a warp (every
     definition :func:`_uniform_definition`, every register it reads such a value, loop
     variables included) and are read by an instruction inside a loop: ptxas keeps them in
     uniform registers or the constant bank (module docstring; docs/prediction.md, "Warp-uniform
     values in loops")."""
+    cfg = cfg or build_cfg(kernel)
+    if not cfg.loops:
+        return set()
     defs: dict = {}
     for inst in insts:
         for r in inst.defs:
             defs.setdefault(r.name, []).append(inst)
     ok = {name for name, ds in defs.items() if all(_uniform_definition(i) for i in ds)}
-    changed = True
-    while changed:  # drop values that read a non-uniform one, until nothing changes
-        changed = False
-        for name in list(ok):
-            for inst in defs[name]:
-                regs = [r.name for k, o in enumerate(inst.operands) if k >= inst.ndefs
-                        for r in ir.registers_in(o)]
-                if any(r not in ok for r in regs):
-                    ok.discard(name)
-                    changed = True
-                    break
+    # drop the values that read a non-uniform one, and then their readers (a worklist: each
+    # value is dropped once)
+    readers: dict = {}
+    drop = []
+    for name in ok:
+        for inst in defs[name]:
+            for k, o in enumerate(inst.operands):
+                if k < inst.ndefs:
+                    continue
+                for r in ir.registers_in(o):
+                    readers.setdefault(r.name, set()).add(name)
+                    if r.name not in ok:
+                        drop.append(name)
+    while drop:
+        name = drop.pop()
+        if name in ok:
+            ok.discard(name)
+            drop.extend(readers.get(name, ()))
     if not ok:
         return ok
-    cfg = build_cfg(kernel)
     in_loops: set = set()
     for lp in cfg.loops:
         for b in lp.blocks:
@@ -304,10 +313,12 @@ def _warp_uniform(kernel: ir.Kernel, insts, reads: list) -> set:
     return ok & in_loops
 
 
-def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
+def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
-    ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``)."""
+    ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``).  ``cfg``
+    is the kernel's control-flow graph when the caller has it (``warp-uniform`` reads its
+    loops)."""
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
@@ -322,7 +333,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS) -> SassView:
     if "warp-uniform" in kinds:
         # what another kind takes out is left to it (the same effect, its own name)
         other = {i.operands[0].name for i in insts if fold_kind(i) in kinds}
-        uniform = {name for name in _warp_uniform(kernel, insts, reads)
+        uniform = {name for name in _warp_uniform(kernel, insts, reads, cfg)
                    if name not in plan and (ndefs[name] != 1 or name not in other)}
         if uniform:
             folded["warp-uniform"] = len(uniform)
