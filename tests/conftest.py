@@ -15,6 +15,12 @@ SUPPORT = Path(__file__).resolve().parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
+# Bytecode under a private cache even where PYTHONDONTWRITEBYTECODE is set: before the heavy
+# imports below and before xdist starts its workers (they inherit the environment).
+import bytecode_cache
+
+bytecode_cache.install()
+
 import tool_memo  # noqa: E402
 import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
 
