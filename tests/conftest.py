@@ -3,6 +3,7 @@ the memo of ptxas and nvdisasm runs (tests/support/tool_memo.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -57,6 +58,12 @@ _GPU_REASON = _gpu_reason()
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # the longest files start first (tests/support/file_order.py; every worker computes
+        # the same order, which xdist checks)
+        import file_order
+
+        items[:] = file_order.ordered(items)
     if _GPU_REASON is None:
         return
     skip = pytest.mark.skip(reason=f"gpu test skipped: {_GPU_REASON}")
