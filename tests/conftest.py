@@ -3,6 +3,7 @@ the memo of ptxas and nvdisasm runs (tests/support/tool_memo.py)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -21,6 +22,13 @@ if str(SUPPORT) not in sys.path:
 import bytecode_cache
 
 bytecode_cache.install()
+
+# The cyclic collector runs a full collection less often in the test processes: a worker holds
+# large caches for the whole session (parsed corpora, the reference schedules, hypothesis's
+# engine), and every full collection walked them (about 12% of the CPU of test_strict +
+# test_prediction, 13% of test_listsched_reference + test_properties_parser, 2-3x less with
+# this threshold).  Only when garbage cycles are freed changes, not what a test computes.
+gc.set_threshold(10_000, 10, 10)
 
 import tool_memo  # noqa: E402
 import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
