@@ -39,6 +39,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -98,8 +99,16 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     return p, sub.choices
 
 
+@functools.cache
+def _shared_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """:func:`_parsers`, built once per process: main() called in-process many times (a
+    build script, the tests) would otherwise pay about 10 ms rebuilding the same parsers.
+    Parsing does not change a parser (``append`` options copy their default list)."""
+    return _parsers()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``ptxforge`` command."""
+    """The argument parser of the ``ptxforge`` command (a new one, the caller's to change)."""
     return _parsers()[0]
 
 
@@ -111,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["occupancy", "--regs", "32", "--block", "128", "--json"])  # doctest: +SKIP
         0
     """
-    parser, commands = _parsers()
+    parser, commands = _shared_parsers()
     argv = list(sys.argv[1:] if argv is None else argv)
     # what follows `--` goes to NVRTC for .cu inputs (-D, -I, -std, ...), not to argparse
     cut = argv.index("--") if "--" in argv else len(argv)

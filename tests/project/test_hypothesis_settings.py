@@ -45,3 +45,46 @@ def test_the_check_sees_a_pin(tmp_path):
         assert _pins(sample) == ["test_sample.py:2: max_examples=300"]
     finally:
         TESTS = saved
+
+
+def test_derandomized_examples_do_not_depend_on_the_loaded_modules(tmp_path, monkeypatch):
+    """A derandomized property draws the same examples however many of the project's modules
+    are loaded (hypothesis harvests "local constants" from them; hypothesis_profiles turns
+    that pool off under a derandomized profile): a module full of new constants, imported
+    between two runs of one property, changes nothing."""
+    import sys
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hypothesis_profiles import examples
+
+    drawn: list = []
+
+    @settings(derandomize=True, database=None, max_examples=examples(0.5))
+    @given(st.lists(st.integers(), max_size=8), st.text(max_size=6))
+    def prop(xs, s):
+        drawn.append((tuple(xs), s))
+
+    profile = settings.get_current_profile_name()
+    settings.load_profile("default")     # derandomized (under any --hypothesis-profile)
+    try:
+        prop()
+        first, drawn[:] = list(drawn), []
+        _import_many_constants(tmp_path, monkeypatch)
+        prop()
+    finally:
+        sys.modules.pop("many_constants_mod", None)
+        settings.load_profile(profile)
+    assert drawn == first
+
+
+def _import_many_constants(tmp_path, monkeypatch) -> None:
+    """Import a new local module that holds 800 constants no other module has."""
+    import importlib
+
+    (tmp_path / "many_constants_mod.py").write_text(
+        "TABLE = (" + ", ".join(str(987_654_000 + i) for i in range(400)) + ")\n"
+        "NAMES = (" + ", ".join(f"'name_{i}_x'" for i in range(400)) + ")\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("many_constants_mod")
