@@ -466,9 +466,37 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     try:
         raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
     except CompileError as exc:
-        raise explain_compile_error(exc, ptx, tgt, info) from None
+        extern = _unresolved_extern(exc, be, options)
+        if extern is None:
+            raise explain_compile_error(exc, ptx, tgt, info) from None
+        options = attrs.evolve(options, relocatable=True)
+        try:
+            raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
+        except CompileError as again:
+            raise explain_compile_error(again, ptx, tgt, info) from None
+        choice_note = "; ".join(n for n in (choice_note, extern) if n)
     note = "; ".join(n for n in (note, choice_note) if n) or None
     return compiled_from_raw(raw, entries, options, note)
+
+
+_UNRESOLVED = re.compile(r"Unresolved extern (function|variable) '([^']+)'")
+
+
+def _unresolved_extern(exc: CompileError, be: Backend, options: CompileOptions) -> Optional[str]:
+    """The note for a whole-program ptxas compile that failed only because the PTX uses a
+    function or variable of another translation unit (``.extern``: PTX of an ``-rdc=true``
+    build), which ``ptxas -c`` compiles; None for any other failure."""
+    m = _UNRESOLVED.search(exc.log or "")
+    if m is None or options.relocatable or not isinstance(be, PtxasBackend):
+        return None
+    from ptxforge.ptx.demangle import full_name
+    name = full_name(m.group(2))
+    if name != m.group(2):
+        name = f"{name} ({m.group(2)})"
+    return (f"the PTX uses the extern {m.group(1)} {name} (defined in "
+            "another translation unit: PTX of an -rdc=true build), which whole-program ptxas "
+            "cannot resolve; figures of the relocatable build (ptxas -c), as nvcc -rdc=true "
+            "compiles it")
 
 
 def _check_entries(wanted: tuple, entries: tuple) -> None:
