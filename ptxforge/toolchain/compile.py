@@ -388,11 +388,12 @@ def _quote_lines(ptx: str, log: str) -> str:
 
 
 def _source(ptx_or_module, line_info: bool = False) -> str:
-    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``)."""
-    if isinstance(ptx_or_module, str):
-        return ptx_or_module
+    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``); a
+    UTF-8 byte order mark, which ptxas refuses as a non-ASCII character, is left out."""
     if isinstance(ptx_or_module, bytes):
-        return ptx_or_module.decode()
+        ptx_or_module = ptx_or_module.decode()
+    if isinstance(ptx_or_module, str):
+        return ptx_or_module[1:] if ptx_or_module.startswith("\ufeff") else ptx_or_module
     from ptxforge.ptx import ir
     if isinstance(ptx_or_module, ir.Module):
         from ptxforge.ptx.emit import emit
