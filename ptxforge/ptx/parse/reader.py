@@ -116,7 +116,12 @@ class _Parser(LineInfoParser, InstructionParser):
     def module(self) -> ir.Module:
         tk = self.tk
         if self.n == 0:
-            raise ParseError("empty PTX: expected '.version' as the first directive",
+            text = tk.text
+            why = ("empty PTX" if "\r" not in text or "\n" in text else
+                   "no PTX outside a comment: the line breaks are bare CR (old Mac style), so "
+                   "the '//' comment of the first line runs to the end of the file; use LF or "
+                   "CRLF line breaks")
+            raise ParseError(f"{why}: expected '.version' as the first directive",
                              file=tk.filename, line=1, column=1, text="")
         self.prescan()
         toks = self.toks
