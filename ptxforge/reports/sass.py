@@ -61,7 +61,7 @@ from ptxforge.toolchain.sass_spills import spills_by_line
 
 from .estimate import Estimate
 from .gap import Gap, explain_gap
-from .names import short_labels
+from .names import short_labels, title_lines
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import KernelTrace, PtxLines, trace_kernel
@@ -213,8 +213,7 @@ class SassKernelReport:
                   f"{len(f.used('GPR'))} distinct GPRs used; {self.holes} below the highest "
                   "never live at the peak"),
                  ("ptxas REGCOUNT", self.regcount, self.regcount_reason())]
-        title = wrap(f"== {full_name(self.name)} ==", subsequent="   ") + (
-            [f"mangled name: {self.name}"] if full_name(self.name) != self.name else [])
+        title = title_lines(full_name(self.name), mangled=self.name)
         lines = [*title, *table(("", "registers", ""), rows, right={1}, width=100,
                                 wrap_last=True)]
         preds = f"predicates: SASS peak {f.peak('PRED').count}"
