@@ -47,7 +47,7 @@ from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
 
 from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
 from .kernel_stats import KernelStats, kernel_stats
-from .ptxas_log import PtxasLog, parse_ptxas_log
+from .ptxas_log import PtxasLog, extern_note, parse_ptxas_log
 
 __all__ = [
     "CompileOptions",
@@ -480,24 +480,11 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     return compiled_from_raw(raw, entries, options, note)
 
 
-_UNRESOLVED = re.compile(r"Unresolved extern (function|variable) '([^']+)'")
-
-
 def _unresolved_extern(exc: CompileError, be: Backend, options: CompileOptions) -> Optional[str]:
-    """The note for a whole-program ptxas compile that failed only because the PTX uses a
-    function or variable of another translation unit (``.extern``: PTX of an ``-rdc=true``
-    build), which ``ptxas -c`` compiles; None for any other failure."""
-    m = _UNRESOLVED.search(exc.log or "")
-    if m is None or options.relocatable or not isinstance(be, PtxasBackend):
+    """:func:`~ptxforge.toolchain.ptxas_log.extern_note` for a failed whole-program ptxas compile."""
+    if options.relocatable or not isinstance(be, PtxasBackend):
         return None
-    from ptxforge.ptx.demangle import full_name
-    name = full_name(m.group(2))
-    if name != m.group(2):
-        name = f"{name} ({m.group(2)})"
-    return (f"the PTX uses the extern {m.group(1)} {name} (defined in "
-            "another translation unit: PTX of an -rdc=true build), which whole-program ptxas "
-            "cannot resolve; figures of the relocatable build (ptxas -c), as nvcc -rdc=true "
-            "compiles it")
+    return extern_note(exc.log or "")
 
 
 def _check_entries(wanted: tuple, entries: tuple) -> None:
