@@ -393,7 +393,7 @@ def _source(ptx_or_module, line_info: bool = False) -> str:
     if isinstance(ptx_or_module, bytes):
         ptx_or_module = ptx_or_module.decode()
     if isinstance(ptx_or_module, str):
-        return ptx_or_module[1:] if ptx_or_module.startswith("\ufeff") else ptx_or_module
+        return ptx_or_module.removeprefix("\ufeff")
     from ptxforge.ptx import ir
     if isinstance(ptx_or_module, ir.Module):
         from ptxforge.ptx.emit import emit

@@ -509,5 +509,5 @@ def test_a_byte_order_mark_is_not_part_of_the_ptx(tmp_path, capsys):
     path.write_bytes(b"\xef\xbb\xbf" + ptx.encode())
     for argv in (("analyze", path), ("sass", path, "--arch", "sm_80"),
                  ("check", path, "--max-registers", "255")):
-        code, out, err = run(capsys, *argv)
+        code, _, err = run(capsys, *argv)
         assert code == 0, (argv, err)
