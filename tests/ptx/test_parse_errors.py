@@ -52,6 +52,15 @@ def test_bare_cr_line_breaks_are_named_not_called_empty():
     assert len(parse(GOOD.replace("\n", "\r\n")).kernel("k").instructions) == 3
 
 
+def test_two_modules_joined_are_refused_at_the_second_version():
+    """Two PTX files joined into one (ptxas: 'Parsing error near .version'): the second
+    module's .version is an error at its line, not a module silently read as one."""
+    joined = GOOD + "\n" + GOOD.replace(".entry k(", ".entry k2(")
+    err = error_of(joined)
+    assert err.line == GOOD.count("\n") + 2 and ".version" in err.message
+    assert "one PTX module" in err.message and "line 1" in err.message
+
+
 def test_truncated_file_mid_instruction():
     text = GOOD[: GOOD.index("1;")]  # cut after 'add.s32 %r2, %r1, '
     err = error_of(text)

@@ -148,6 +148,10 @@ class _Parser(LineInfoParser, InstructionParser):
             try:
                 t = toks[self.i]
                 if t == ".version":
+                    if version is not None:
+                        raise self.error("a second .version directive: expected one PTX module "
+                                         "per file (two files joined?), the first begins at "
+                                         "line 1")
                     self.i += 1
                     v = toks[self.i]
                     if not _VERSION.match(v):
