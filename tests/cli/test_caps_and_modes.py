@@ -88,4 +88,8 @@ def test_rdc_ptx_with_a_call_to_another_unit_is_analysed(capsys, tmp_path):
     assert [k["ptxas"]["registers"] for k in doc["kernels"]] == \
         [k.registers for k in whole.kernels]
     code, out, err = run(capsys, "sass", path, "--kernel", "parent")
-    assert code == 0 and "Traceback" not in err and "REGCOUNT" in out
+    assert code == 0 and "REGCOUNT" in out
+    assert "relocatable" in out.split("\n\n")[0] and "-rdc=true" in flat(out)
+    code, out, err = run(capsys, "sass", path, "--kernel", "parent", "--json")
+    doc = json.loads(out)
+    assert doc["mode"] == "relocatable" and "-rdc=true" in doc["note"]

@@ -105,6 +105,14 @@ def parse_file(path: Union[str, "os.PathLike[str]"], strict: bool = True) -> ir.
 
 
 
+def _empty(text: str) -> str:
+    """Why a text holds no token: empty, or bare CR line breaks (old Mac style)."""
+    if "\r" not in text or "\n" in text:
+        return "empty PTX"
+    return ("no PTX outside a comment: the line breaks are bare CR (old Mac style), so the '//' "
+            "comment of the first line runs to the end of the file; use LF or CRLF line breaks")
+
+
 class _Parser(LineInfoParser, InstructionParser):
     """Recursive-descent parser over the token list; one instance per text.
 
@@ -116,12 +124,7 @@ class _Parser(LineInfoParser, InstructionParser):
     def module(self) -> ir.Module:
         tk = self.tk
         if self.n == 0:
-            text = tk.text
-            why = ("empty PTX" if "\r" not in text or "\n" in text else
-                   "no PTX outside a comment: the line breaks are bare CR (old Mac style), so "
-                   "the '//' comment of the first line runs to the end of the file; use LF or "
-                   "CRLF line breaks")
-            raise ParseError(f"{why}: expected '.version' as the first directive",
+            raise ParseError(f"{_empty(tk.text)}: expected '.version' as the first directive",
                              file=tk.filename, line=1, column=1, text="")
         self.prescan()
         toks = self.toks
