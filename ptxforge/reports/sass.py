@@ -256,8 +256,8 @@ class SassReport:
     backend: Optional[str]
     sass: SassLiveness = attrs.field(repr=False)
     kernels: tuple
-    mode: Optional[str] = None           # "whole-program" or "relocatable" (None: a cubin)
-    note: Optional[str] = None           # what ptxforge adjusted in the compile, and why
+    mode: str | None = None              # "whole-program" or "relocatable" (None: a cubin)
+    note: str | None = None              # what ptxforge adjusted in the compile, and why
 
     def kernel(self, name: str) -> SassKernelReport:
         for k in self.kernels:
