@@ -14,10 +14,10 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
-__all__ = ["default_jobs", "ordered_map", "can_fork"]
+__all__ = ["default_jobs", "ordered_imap", "ordered_map", "can_fork"]
 
 
 def default_jobs() -> int:
@@ -53,3 +53,24 @@ def ordered_map(fn: Callable, items: Iterable, jobs: Optional[int] = None) -> li
 
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         return pool.map(fn, items, chunksize=1)
+
+
+def ordered_imap(fn: Callable, items: Iterable, jobs: Optional[int] = None) -> Iterator:
+    """:func:`ordered_map` as a generator: each result is yielded, in the order given, as soon
+    as it and those before it are ready (a report over hundreds of files writes each page as it
+    comes instead of all at the end).
+
+    Example::
+
+        >>> list(ordered_imap(abs, [-3, 1, -2], jobs=2))
+        [3, 1, 2]
+    """
+    items = list(items)
+    jobs = min(default_jobs() if jobs is None else jobs, len(items))
+    if jobs <= 1 or not can_fork():
+        yield from (fn(x) for x in items)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        yield from pool.imap(fn, items, chunksize=1)

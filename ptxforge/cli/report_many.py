@@ -79,7 +79,7 @@ def run_many(args, page_options, spec) -> int:
     :data:`DEFAULT_FOLDER`) and an ``index.html`` linking them; each file written is
     announced on standard error; a file that cannot be analysed is named there and in the
     index (exit 1), the others still get their page."""
-    from ptxforge._parallel import ordered_map
+    from ptxforge._parallel import ordered_imap
 
     if "-" in args.files:
         raise UsageError("report: '-' (standard input) cannot be one of several inputs")
@@ -89,7 +89,7 @@ def run_many(args, page_options, spec) -> int:
     targets = _targets(list(args.files))
     opts = {"spec": spec, "compile": not args.no_compile, "kernel": args.kernel,
             "page": page_options}
-    results = ordered_map(_page, [(src, opts) for src, _ in targets], args.jobs)
+    results = ordered_imap(_page, [(src, opts) for src, _ in targets], args.jobs)
     rows, failed = [], 0
     for (src, page), (ok, value) in zip(targets, results):
         if ok:

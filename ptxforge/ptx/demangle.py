@@ -116,7 +116,11 @@ def _run(name: str, short: bool) -> str:
 # numba's tags: [abi:v1] (the overload's version) and [abi:cw51…] (the target's flags)
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
 _NUMBA = re.compile(r"\[abi:v\d+\]")
-_ESCAPE = re.compile(r"_([0-9a-f]{2})")
+# numba escapes a character an identifier cannot hold as ``_XX`` but leaves ``_`` alone, so
+# ``nb_2d`` is a name as written, not ``nb-``: in a Python qualified name only ``<locals>``
+# (``<lambda>``, …) and non-ASCII letters (their UTF-8 bytes, 0x80 and up) are escaped
+_ANGLED = re.compile(r"_3c([A-Za-z]+)_3e")
+_UTF8 = re.compile(r"(?:_[89a-f][0-9a-f])+")
 
 
 def numba_name(name: str) -> Optional[str]:
@@ -138,7 +142,13 @@ def numba_name(name: str) -> Optional[str]:
         return None
     bare = _ABI_TAG.sub("", short)
 
-    def unescape(m: re.Match) -> str:
-        ch = chr(int(m.group(1), 16))
-        return m.group(0) if ch.isalnum() or ch == "_" else ch
-    return ".".join(_ESCAPE.sub(unescape, part) for part in bare.split("::"))
+    return ".".join(_unescape(part) for part in bare.split("::"))
+
+
+def _unescape(part: str) -> str:
+    def utf8(m: re.Match) -> str:
+        try:
+            return bytes.fromhex(m.group(0).replace("_", "")).decode()
+        except UnicodeDecodeError:
+            return m.group(0)
+    return _UTF8.sub(utf8, _ANGLED.sub(r"<\1>", part))

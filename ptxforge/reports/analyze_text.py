@@ -17,7 +17,7 @@ from ptxforge._text import table, wrap
 from ptxforge.ptx.demangle import display_name
 
 from .names import short_label as _short_label
-from .names import short_labels
+from .names import short_labels, title_lines
 from .resources import stack_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -216,7 +216,7 @@ def _compile_lines(s) -> list:
     if s.callees:
         one = len(s.callees) == 1
         out += wrap(f"calls {_plural(len(s.callees), 'function')}: "
-                    + _cap_list([display_name(c) for c in s.callees], 4)
+                    + _cap_list([_short_label(display_name(c), 60) for c in s.callees], 4)
                     + f"; registers, spills and stack cover {'it' if one else 'them'}",
                     indent="  ", subsequent="    ")
     if not s.stack_known:
@@ -228,17 +228,19 @@ def _compile_lines(s) -> list:
     return out
 
 
+def _short_words(text: str, width: int = 60) -> str:
+    """``text`` with each word longer than ``width`` (a long mangled name) cut in the middle,
+    so that prose wraps within the page."""
+    return " ".join(_short_label(w, width) for w in text.split(" "))
+
+
 def _para(text: str) -> list:
     """An indented sentence of a kernel's section, wrapped at 100 columns."""
     return wrap(text, indent="  ", subsequent="    ")
 
 
 def _title(k: "KernelAnalysis") -> list:
-    kind = ".entry" if k.is_entry else ".func"
-    lines = wrap(f"== {k.demangled} ({kind}) ==", subsequent="   ")
-    if k.demangled != k.name:
-        lines.append(f"mangled name: {k.name}")
-    return lines
+    return title_lines(k.demangled, ".entry" if k.is_entry else ".func", k.name)
 
 
 _BY_HEADING = {"line": "source line", "function": "function", "callsite": "call site"}
@@ -294,7 +296,7 @@ def prediction_lines(pred, live: int, ptxas=None, mode: Optional[str] = None) ->
     beside = f"; live count {live}" + (f"; {what} {ptxas} ({ptxas - pred.registers:+d})"
                                        if ptxas is not None else "")
     model = pred.model.split(" (", 1)[0] if rdc else pred.model
-    rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, c.detail)
+    rows = [(f"{c.registers:+d}" if k else str(c.registers), c.name, _short_words(c.detail))
             for k, c in enumerate(pred.components)]
     deep = getattr(pred, "out_of_depth", ())
     depth = f"; out of its depth: {', '.join(deep)}" if deep else ""
@@ -371,9 +373,9 @@ def render_kernel(k: "KernelAnalysis", top: int = 10, by: str = "line",
     if p.index is None:
         lines.append("peak pressure: no instructions")
         return "\n".join(lines) + "\n"
-    lines.append(f"peak pressure: {p.units:,} general registers (32-bit units) at instruction "
-                 f"{p.index}" + (f", reached at {len(p.indices):,} instructions"
-                                 if len(p.indices) > 1 else ""))
+    lines += wrap(f"peak pressure: {p.units:,} general registers (32-bit units) at instruction "
+                  f"{p.index}" + (f", reached at {len(p.indices):,} instructions"
+                                  if len(p.indices) > 1 else ""))
     lines.append(_clip(f"  {p.index}: {p.instruction}", 100))
     pp = r.pred_peak
     lines += _para(f"live there: {_plural(len(p.values), 'value')}"

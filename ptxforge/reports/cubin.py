@@ -44,6 +44,7 @@ from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.demangle import display_name, full_name
 from ptxforge.toolchain.cubin import read_cubin
 
+from .names import title_lines
 from .resources import DEFAULT_BLOCK, cliffs_at, register_limit
 
 __all__ = ["CUBIN_SCHEMA", "CubinKernelReport", "CubinReport", "analyze_cubin"]
@@ -157,9 +158,7 @@ class CubinReport:
         lines += table(("kernel", "registers", "stack", "shared", "cmem[0]", "threads",
                         "blocks/SM", "occupancy"), rows)
         for k in self.kernels:
-            lines += ["", *wrap(f"== {full_name(k.name)} ==", subsequent="   ")]
-            if full_name(k.name) != k.name:
-                lines.append(f"mangled name: {k.name}")
+            lines += ["", *title_lines(full_name(k.name), mangled=k.name)]
             cap = "none" if k.register_cap is None else str(k.register_cap)
             lines += table(("resource", "value"), [
                 ("registers", k.registers), ("register cap", cap),

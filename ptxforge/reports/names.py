@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["short_label", "short_labels"]
+__all__ = ["short_label", "short_labels", "title_lines"]
 
 
 def short_label(name: str, width: int = 40) -> str:
@@ -51,3 +51,27 @@ def short_labels(names: Sequence[str], width: int = 40) -> list:
         if not clash or w >= longest:
             return out
         w += 8
+
+
+def title_lines(name: str, kind: str = "", mangled: str = "", width: int = 100) -> list:
+    """A kernel's heading, ``== name (kind) ==``, wrapped at ``width``; a name with a word too
+    long for a line (an ``extern "C"`` name of 1,000 characters) is cut in the middle there and
+    given whole on a ``full name:`` line below, as the ``mangled name:`` line gives ``mangled``
+    (when it differs from ``name``).
+
+    Example::
+
+        >>> [len(line) for line in title_lines("k" * 120, ".entry")]
+        [100, 131]
+    """
+    from ptxforge._text import wrap
+
+    tail = f" ({kind}) ==" if kind else " =="
+    lines = wrap(f"== {name}{tail}", width, subsequent="   ")
+    extra = []
+    if any(len(line) > width for line in lines):
+        lines = [f"== {short_label(name, width - 3 - len(tail))}{tail}"]
+        extra = [f"full name: {name}"]
+    if mangled and mangled != name:
+        extra.append(f"mangled name: {mangled}")
+    return lines + extra

@@ -21,7 +21,7 @@ holds the highest register, more for a call-graph floor).
 
 JSON (``"schema": "ptxforge.sass/1"``)::
 
-    schema, file, arch, backend, nvdisasm, line_info, ptx_lines, kernels: [KERNEL]
+    schema, file, arch, backend, mode, note, nvdisasm, line_info, ptx_lines, kernels: [KERNEL]
     KERNEL = {name, estimate: {registers, predicates, peak_index, peak_instruction} | null,
               sass: {registers, registers_without_call_clobbers, predicates, uniform, span,
                      used, instructions, peak_count,
@@ -61,7 +61,7 @@ from ptxforge.toolchain.sass_spills import spills_by_line
 
 from .estimate import Estimate
 from .gap import Gap, explain_gap
-from .names import short_labels
+from .names import short_labels, title_lines
 from .resources import resolve_target
 from .sass_explain import explain_dict, explain_text
 from .sass_trace import KernelTrace, PtxLines, trace_kernel
@@ -213,8 +213,7 @@ class SassKernelReport:
                   f"{len(f.used('GPR'))} distinct GPRs used; {self.holes} below the highest "
                   "never live at the peak"),
                  ("ptxas REGCOUNT", self.regcount, self.regcount_reason())]
-        title = wrap(f"== {full_name(self.name)} ==", subsequent="   ") + (
-            [f"mangled name: {self.name}"] if full_name(self.name) != self.name else [])
+        title = title_lines(full_name(self.name), mangled=self.name)
         lines = [*title, *table(("", "registers", ""), rows, right={1}, width=100,
                                 wrap_last=True)]
         preds = f"predicates: SASS peak {f.peak('PRED').count}"
@@ -257,6 +256,8 @@ class SassReport:
     backend: Optional[str]
     sass: SassLiveness = attrs.field(repr=False)
     kernels: tuple
+    mode: str | None = None              # "whole-program" or "relocatable" (None: a cubin)
+    note: str | None = None              # what ptxforge adjusted in the compile, and why
 
     def kernel(self, name: str) -> SassKernelReport:
         for k in self.kernels:
@@ -267,7 +268,7 @@ class SassReport:
 
     def to_dict(self, top: int = 10) -> dict:
         return {"schema": SCHEMA, "file": self.file, "arch": self.arch, "backend": self.backend,
-                "nvdisasm": self.sass.version, "line_info": self.sass.line_info,
+                "mode": self.mode, "note": self.note, "nvdisasm": self.sass.version, "line_info": self.sass.line_info,
                 "ptx_lines": self.sass.ptx_lines,
                 "kernels": [k.to_dict(top) for k in self.kernels]}
 
@@ -277,8 +278,10 @@ class SassReport:
     def to_text(self, top: int = 10) -> str:
         via = (("ptxas; " if self.backend == "ptxas" else f"ptxas via {self.backend}; ")
                if self.backend else "")
-        head = [*wrap(f"{short_path(self.file, 48)}: {self.arch}; {via}nvdisasm "
-                      f"{self.sass.version}"), ""]
+        mode = "relocatable; " if self.mode == "relocatable" and self.backend == "ptxas" else ""
+        head = [*wrap(f"{short_path(self.file, 48)}: {self.arch}; {via}{mode}nvdisasm "
+                      f"{self.sass.version}"),
+                *(wrap(f"note: {self.note}") if self.note else []), ""]
         names = [display_name(k.name) for k in self.kernels]
         rows = [("-" if k.estimate is None else k.estimate.registers, k.sass_peak,
                  k.span, k.regcount, k.above_span, len(k.callees) or "") for k in self.kernels]
@@ -351,7 +354,8 @@ def sass_report(source, spec: Union[LaunchSpec, str, int, None] = None, *,
     compiled = request.compile(module if isinstance(source, ir.Module) else source, tgt, opts)
     sass = sass_liveness(compiled, nvdisasm=nvdisasm)
     reports = kernel_reports(compiled, sass, module, _compiled_text(source, module), chosen)
-    return SassReport(file=file, arch=tgt, backend=compiled.backend, sass=sass, kernels=reports)
+    return SassReport(file=file, arch=tgt, backend=compiled.backend, sass=sass, kernels=reports,
+                      mode=compiled.mode, note=compiled.note)
 
 
 def kernel_reports(compiled, sass: SassLiveness, module: ir.Module, text: str,

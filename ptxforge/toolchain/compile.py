@@ -47,7 +47,7 @@ from ptxforge.ptx.directives import PtxEntry, PtxTarget, ptx_entries, ptx_target
 
 from .backends import BACKEND_NAMES, Backend, DriverBackend, NvJitLinkBackend, PtxasBackend
 from .kernel_stats import KernelStats, kernel_stats
-from .ptxas_log import PtxasLog, parse_ptxas_log
+from .ptxas_log import PtxasLog, extern_note, parse_ptxas_log
 
 __all__ = [
     "CompileOptions",
@@ -388,11 +388,12 @@ def _quote_lines(ptx: str, log: str) -> str:
 
 
 def _source(ptx_or_module, line_info: bool = False) -> str:
-    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``)."""
-    if isinstance(ptx_or_module, str):
-        return ptx_or_module
+    """PTX text of a str, bytes or ir.Module (emitted with .file/.loc when ``line_info``); a
+    UTF-8 byte order mark, which ptxas refuses as a non-ASCII character, is left out."""
     if isinstance(ptx_or_module, bytes):
-        return ptx_or_module.decode()
+        ptx_or_module = ptx_or_module.decode()
+    if isinstance(ptx_or_module, str):
+        return ptx_or_module.removeprefix("\ufeff")
     from ptxforge.ptx import ir
     if isinstance(ptx_or_module, ir.Module):
         from ptxforge.ptx.emit import emit
@@ -466,9 +467,24 @@ def compile_ptx(ptx_or_module, target: Union[str, int] = "sm_80", *,
     try:
         raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
     except CompileError as exc:
-        raise explain_compile_error(exc, ptx, tgt, info) from None
+        extern = _unresolved_extern(exc, be, options)
+        if extern is None:
+            raise explain_compile_error(exc, ptx, tgt, info) from None
+        options = attrs.evolve(options, relocatable=True)
+        try:
+            raw = _compile_raw(be, ptx, tgt, entries, options, isolate)
+        except CompileError as again:
+            raise explain_compile_error(again, ptx, tgt, info) from None
+        choice_note = "; ".join(n for n in (choice_note, extern) if n)
     note = "; ".join(n for n in (note, choice_note) if n) or None
     return compiled_from_raw(raw, entries, options, note)
+
+
+def _unresolved_extern(exc: CompileError, be: Backend, options: CompileOptions) -> Optional[str]:
+    """:func:`~ptxforge.toolchain.ptxas_log.extern_note` for a failed whole-program ptxas compile."""
+    if options.relocatable or not isinstance(be, PtxasBackend):
+        return None
+    return extern_note(exc.log or "")
 
 
 def _check_entries(wanted: tuple, entries: tuple) -> None:

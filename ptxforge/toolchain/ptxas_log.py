@@ -31,7 +31,8 @@ from typing import Optional
 
 import attrs
 
-__all__ = ["FunctionInfo", "LinkerSummary", "Diagnostic", "PtxasLog", "parse_ptxas_log"]
+__all__ = ["FunctionInfo", "LinkerSummary", "Diagnostic", "PtxasLog", "extern_note",
+           "parse_ptxas_log"]
 
 _COMPILING = re.compile(r"Compiling (entry function|function) '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for '?([^':\s]+)'?:?\s*$")
@@ -244,3 +245,29 @@ def parse_ptxas_log(text: str) -> PtxasLog:
     functions = tuple(FunctionInfo(**recs[n]) for n in order)
     return PtxasLog(functions=functions, linker=tuple(linker), gmem=gmem, diagnostics=tuple(diags),
                     text=text)
+
+
+_UNRESOLVED = re.compile(r"Unresolved extern (function|variable) '([^']+)'")
+
+
+def extern_note(log: str) -> Optional[str]:
+    """Why a relocatable compile stands in for a whole-program one that failed only because the
+    PTX uses a function or variable of another translation unit (``.extern``: PTX of an
+    ``-rdc=true`` build, or dynamic parallelism's device runtime), which ``ptxas -c`` compiles;
+    None when ptxas's ``log`` says anything else.
+
+    Example::
+
+        >>> extern_note("ptxas fatal   : Unresolved extern function '_Z3fooi'")[:48]
+        'the PTX uses the extern function foo(int) (_Z3fo'
+    """
+    m = _UNRESOLVED.search(log)
+    if m is None:
+        return None
+    from ptxforge.ptx.demangle import full_name
+    name = full_name(m.group(2))
+    if name != m.group(2):
+        name = f"{name} ({m.group(2)})"
+    return (f"the PTX uses the extern {m.group(1)} {name} (defined in another translation unit: "
+            "PTX of an -rdc=true build), which whole-program ptxas cannot resolve; figures of "
+            "the relocatable build (ptxas -c), as nvcc -rdc=true compiles it")

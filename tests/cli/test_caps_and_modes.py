@@ -68,3 +68,28 @@ def test_relocatable_explanation_is_in_the_text(capsys, files):
         assert "whole-program" not in line and "without -rdc" in line
     code, out, _ = run(capsys, "analyze", files["warp"])
     assert code == 0 and "relocatable build:" not in out and "whole-program ptxas" in out
+
+
+def test_rdc_ptx_with_a_call_to_another_unit_is_analysed(capsys, tmp_path):
+    """Dynamic parallelism needs -rdc=true, and its PTX calls the device runtime
+    (``.extern .func``): analyze and sass give the relocatable build's figures and say why."""
+    from corpus_util import compile_cu
+
+    src = ("__global__ void child(float* p, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+           " if (i < n) p[i] *= 2; }\n__global__ void parent(float* p, int n) {"
+           " if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(p, n); }\n")
+    path = tmp_path / "dp.ptx"
+    path.write_text(compile_cu(src, "dynpar", "sm_80", options=("-rdc=true",)))
+    whole = compile_ptx(path.read_text(), "sm_80", relocatable=True)
+    code, out, err = run(capsys, "analyze", path, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["mode"] == "relocatable" and any("-rdc=true" in n for n in doc["notes"])
+    assert [k["ptxas"]["registers"] for k in doc["kernels"]] == \
+        [k.registers for k in whole.kernels]
+    code, out, err = run(capsys, "sass", path, "--kernel", "parent")
+    assert code == 0 and "REGCOUNT" in out
+    assert "relocatable" in out.split("\n\n")[0] and "-rdc=true" in flat(out)
+    code, out, err = run(capsys, "sass", path, "--kernel", "parent", "--json")
+    doc = json.loads(out)
+    assert doc["mode"] == "relocatable" and "-rdc=true" in doc["note"]

@@ -39,3 +39,35 @@ def test_several_inputs_need_a_folder_not_stdout(tmp_path, capsys):
     build = write_build(tmp_path / "build", sources=("pressure",), local_array=False)
     code, _, err = run(capsys, "report", build, "-o", "-", "--no-compile")
     assert code == 2 and "give -o FOLDER" in err
+
+
+def _wait_for(marker: str) -> str:
+    """A worker's answer: 'streamed' once ``marker`` exists (the caller makes it when it has
+    the first result), 'held back' after 30 s without it."""
+    import os
+    import time
+
+    if marker.endswith("first"):
+        return "first"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if os.path.exists(marker):
+            return "streamed"
+        time.sleep(0.05)
+    return "held back"
+
+
+def test_results_come_as_they_are_ready_in_order(tmp_path):
+    """A folder report writes each page when it is ready (a folder of hundreds of files used
+    to write nothing until the last was analysed): the first result reaches the caller while
+    a later item still waits for it."""
+    from ptxforge._parallel import ordered_imap
+
+    marker = tmp_path / "have-one"
+    items = [str(tmp_path / "first"), str(marker), str(marker)]
+    out = []
+    for value in ordered_imap(_wait_for, items, jobs=2):
+        out.append(value)
+        marker.touch()
+    assert out == ["first", "streamed", "streamed"]
+    assert list(ordered_imap(_wait_for, [str(tmp_path / "first")], jobs=1)) == ["first"]

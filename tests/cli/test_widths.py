@@ -173,7 +173,6 @@ def test_singular_grammar(capsys, build):
             "registers, spills and stack cover " + ("it" if n == 1 else "them"))
 
 
-
 _PIECES = [" ", "  ", "a", "bb", "-", "\t", "\n", "\r", "\xa0", "\u2003", "x" * 30, "é"]
 
 
@@ -185,3 +184,55 @@ def test_wrap_gives_what_textwrap_gives(text, width, indent):
     want = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="  ",
                          break_long_words=False, break_on_hyphens=False) or [indent]
     assert wrap(text, width, indent) == want
+
+
+LONG_NAMES = """
+extern "C" __device__ __noinline__ float %(f)s(float x) { return x * x + 1.0f; }
+extern "C" __global__ void %(k)s(float* out, const float* in)
+{
+    out[threadIdx.x] = %(f)s(in[threadIdx.x]);
+}
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void tile(const float* A, const float* B, float* C, int K)
+{
+    __shared__ float As[BM * BK], Bs[BK * BN];
+    const int r = threadIdx.x / (BN / TN), c = threadIdx.x %% (BN / TN);
+    float acc[TM * TN] = {0}, a[TM], b[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int o = threadIdx.x; o < BM * BK; o += blockDim.x) As[o] = A[k0 * BM + o];
+        for (int o = threadIdx.x; o < BK * BN; o += blockDim.x) Bs[o] = B[k0 * BN + o];
+        __syncthreads();
+        #pragma unroll
+        for (int d = 0; d < BK; ++d) {
+            #pragma unroll
+            for (int i = 0; i < TM; ++i) a[i] = As[d * BM + r * TM + i];
+            #pragma unroll
+            for (int j = 0; j < TN; ++j) b[j] = Bs[d * BN + c * TN + j];
+            #pragma unroll
+            for (int i = 0; i < TM; ++i)
+                #pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < TM * TN; ++i) C[threadIdx.x * TM * TN + i] = acc[i];
+}
+template __global__ void tile<128, 128, 8, 8, 8>(const float*, const float*, float*, int);
+"""
+
+
+def test_names_without_spaces_and_long_peaks_fit_too(capsys, tmp_path):
+    """A 1,200-character extern "C" kernel (one word: it cannot wrap) and callee, and a peak
+    reached at over a thousand instructions: every line but the full name's own fits."""
+    k, f = "k" * 1200, "helper_" + "f" * 300
+    ptx = compile_cu(LONG_NAMES % {"k": k, "f": f}, "long_names", "sm_80", options=("-rdc=true",))
+    path = tmp_path / "long.ptx"
+    path.write_text(ptx)
+    for argv in (("analyze", path, "--full"), ("sass", path)):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        lines = out.splitlines()
+        wide = [line[:120] for line in lines if len(line) > WIDTH
+                and not line.startswith(("mangled name: ", "full name: "))]
+        assert wide == [], argv
+        assert f"full name: {k}" in lines            # the whole name is still there, once

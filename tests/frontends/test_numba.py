@@ -53,3 +53,26 @@ def test_a_signature_string_and_a_plain_function_work_too():
 def test_a_typing_error_is_a_ptxforge_error():
     with pytest.raises(PtxforgeError, match="numba could not compile stencil9"):
         pnumba.analyze(nk.stencil9, (float32, float32, float32), compile=False)
+
+
+def test_names_that_look_like_numba_escapes_read_as_written():
+    """numba writes a character an identifier cannot hold as ``_XX`` (hex), but leaves ``_``
+    alone: ``nb_2d`` stays ``nb_2d`` in the mangled name, and must not read as ``nb-``
+    ('-' is 0x2d); a non-ASCII name (escaped as its UTF-8 bytes) reads as written."""
+    from numba import cuda
+
+    from ptxforge.ptx.demangle import display_name
+
+    def nb_2d(out, x):
+        out[0] = x[0]
+
+    def mat_3e_3c(out, x):
+        out[0] = x[0]
+
+    def café(out, x):
+        out[0] = x[0]
+
+    for fn in (nb_2d, mat_3e_3c, café):
+        res = pnumba.analyze(cuda.jit(fn), (float32[:], float32[:]), compile=False)
+        k = res.kernels[0]
+        assert display_name(k.name).endswith("." + fn.__qualname__), (k.name, display_name(k.name))

@@ -43,6 +43,24 @@ def test_only_comments_is_empty_too():
     assert "empty" in err.message
 
 
+def test_bare_cr_line_breaks_are_named_not_called_empty():
+    """With old-Mac line breaks (CR alone) a first-line '//' comment runs to the end of the
+    file, for ptxas too ('Missing .version directive'): the error says why, not 'empty'."""
+    err = error_of("//\r// Generated\r" + GOOD.replace("\n", "\r"))
+    assert "empty" not in err.message and "CR" in err.message and "line break" in err.message
+    assert (err.line, err.column) == (1, 1)
+    assert len(parse(GOOD.replace("\n", "\r\n")).kernel("k").instructions) == 3
+
+
+def test_two_modules_joined_are_refused_at_the_second_version():
+    """Two PTX files joined into one (ptxas: 'Parsing error near .version'): the second
+    module's .version is an error at its line, not a module silently read as one."""
+    joined = GOOD + "\n" + GOOD.replace(".entry k(", ".entry k2(")
+    err = error_of(joined)
+    assert err.line == GOOD.count("\n") + 2 and ".version" in err.message
+    assert "one PTX module" in err.message and "line 1" in err.message
+
+
 def test_truncated_file_mid_instruction():
     text = GOOD[: GOOD.index("1;")]  # cut after 'add.s32 %r2, %r1, '
     err = error_of(text)

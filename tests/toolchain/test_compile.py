@@ -491,3 +491,23 @@ def test_toolkit_hints_come_from_the_registry():
     assert _toolkit_hint("sm_110").startswith("Only a CUDA 13 ptxas targets sm_110")
     assert _toolkit_hint("sm_90a") == "CUDA 12 and 13 ptxas target sm_90a"
     assert _toolkit_hint("sm_99") == "sm_99 is not a target ptxforge knows"
+
+
+def test_a_byte_order_mark_is_not_part_of_the_ptx(tmp_path, capsys):
+    """Editors on Windows save UTF-8 with a byte order mark, which ptxas refuses ('Unexpected
+    non-ASCII character encountered on line 1'); it marks the encoding, not the PTX: the
+    figures are those of the PTX without it, as text, bytes and a file for the command."""
+    from cli_util import run
+
+    ptx = read("axpy.ptx")
+    plain = compile_ptx(ptx, "sm_80")
+    for marked in ("\ufeff" + ptx, b"\xef\xbb\xbf" + ptx.encode()):
+        c = compile_ptx(marked, "sm_80")
+        assert [(k.name, k.registers) for k in c.kernels] == \
+            [(k.name, k.registers) for k in plain.kernels]
+    path = tmp_path / "bom.ptx"
+    path.write_bytes(b"\xef\xbb\xbf" + ptx.encode())
+    for argv in (("analyze", path), ("sass", path, "--arch", "sm_80"),
+                 ("check", path, "--max-registers", "255")):
+        code, _, err = run(capsys, *argv)
+        assert code == 0, (argv, err)

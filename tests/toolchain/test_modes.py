@@ -136,3 +136,32 @@ def test_nvjitlink_backend_says_its_figures_are_relocatable(tmp_path, capsys):
     assert main(["analyze", str(path), "--backend", "nvjitlink"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "ptxas via nvjitlink (nvJitLink 13." in out and "), relocatable" in out
+
+
+EXTERN_CALL = """
+extern __device__ float scale_elsewhere(float x, int k);   // defined in another translation unit
+__global__ void calls_out(float* out, const float* in, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = scale_elsewhere(in[i], i & 7) + in[(i + 1) % n];
+}
+"""
+
+
+def test_an_rdc_build_calling_another_unit_compiles_relocatable(tmp_path):
+    """``nvcc -rdc=true`` PTX that calls a function of another translation unit
+    (``.extern .func``) is valid PTX whole-program ptxas cannot link ('Unresolved extern
+    function'): the default compile gives the figures of the build it comes from (ptxas -c)
+    and says why, instead of failing."""
+    from corpus_util import compile_cu
+
+    ptx = compile_cu(EXTERN_CALL, "extern_call", "sm_80", options=("-rdc=true",))
+    assert re.search(r"\.extern \.func .*scale_elsewhere", ptx)
+    truth = _ptxas_v(ptx, tmp_path, "-c")
+    c = compile_ptx(ptx, "sm_80")
+    assert c.mode == "relocatable" and c.backend == "ptxas"
+    assert "scale_elsewhere" in c.note and "ptxas -c" in c.note
+    k = c["_Z9calls_outPfPKfi"]
+    t = truth[k.name]
+    assert (k.registers, k.stack_frame) == (t["registers"], t["stack"])
+    assert "scale_elsewhere(float, int)" in c.note

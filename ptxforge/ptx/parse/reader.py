@@ -105,6 +105,14 @@ def parse_file(path: Union[str, "os.PathLike[str]"], strict: bool = True) -> ir.
 
 
 
+def _empty(text: str) -> str:
+    """Why a text holds no token: empty, or bare CR line breaks (old Mac style)."""
+    if "\r" not in text or "\n" in text:
+        return "empty PTX"
+    return ("no PTX outside a comment: the line breaks are bare CR (old Mac style), so the '//' "
+            "comment of the first line runs to the end of the file; use LF or CRLF line breaks")
+
+
 class _Parser(LineInfoParser, InstructionParser):
     """Recursive-descent parser over the token list; one instance per text.
 
@@ -116,7 +124,7 @@ class _Parser(LineInfoParser, InstructionParser):
     def module(self) -> ir.Module:
         tk = self.tk
         if self.n == 0:
-            raise ParseError("empty PTX: expected '.version' as the first directive",
+            raise ParseError(f"{_empty(tk.text)}: expected '.version' as the first directive",
                              file=tk.filename, line=1, column=1, text="")
         self.prescan()
         toks = self.toks
@@ -143,6 +151,10 @@ class _Parser(LineInfoParser, InstructionParser):
             try:
                 t = toks[self.i]
                 if t == ".version":
+                    if version is not None:
+                        raise self.error("a second .version directive: expected one PTX module "
+                                         "per file (two files joined?), the first begins at "
+                                         "line 1")
                     self.i += 1
                     v = toks[self.i]
                     if not _VERSION.match(v):
