@@ -23,6 +23,7 @@ from ptxforge.analysis.prediction import (
     kernel_budget,
     list_schedule,
     occupancy_budget,
+    out_of_depth,
     predict_registers,
     sass_view,
 )
@@ -508,3 +509,36 @@ def test_warp_uniform_values_on_corpus_kernels_against_ptxas():
         assert "warp-uniform" in p.component("no-register values").detail, k.id
         assert abs(p.registers - truth[k.id].registers) <= 0.1 * truth[k.id].registers, (
             k.id, p.registers, truth[k.id].registers)
+
+
+def test_setmaxnreg_puts_the_prediction_out_of_its_depth():
+    # warpgroups that set their own register counts: ptxas may give the kernel every register
+    # its launch bounds allow, which the rules do not model
+    text = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p)
+.maxntid 384, 1, 1
+{
+  .reg .b32 %r<2>;
+  .reg .pred %p<2>;
+  .reg .b64 %rd<3>;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 128;
+  @%p1 bra $L1;
+  setmaxnreg.inc.sync.aligned.u32 232;
+  bra.uni $L2;
+$L1:
+  setmaxnreg.dec.sync.aligned.u32 40;
+$L2:
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+"""
+    kernel = parse(text).kernel("k")
+    assert out_of_depth(kernel) == ("setmaxnreg",)
+    p = predict_registers(kernel, target="sm_90a")
+    assert p.out_of_depth == ("setmaxnreg",)
+    assert p.high == math.ceil(p.registers * DEEP_BAND[1])

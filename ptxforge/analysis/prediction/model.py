@@ -216,8 +216,10 @@ def _occupancy_budget(p, threads, min_blocks) -> int:
 def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
     """Why the prediction for ``kernel`` is less sure (its band is :data:`DEEP_BAND`): ``"tensor
     cores"`` (mma, wmma.mma, wgmma: fragments the rules do not model), ``"calls"`` (the call
-    ABI), ``"a block of N instructions"`` (longer than :data:`LONG_BLOCK`).  ``cfg`` is the
-    kernel's :func:`~ptxforge.analysis.cfg.build_cfg` when the caller has it.
+    ABI), ``"a block of N instructions"`` (longer than :data:`LONG_BLOCK`), ``"setmaxnreg"``
+    (warpgroups set their own register counts: ptxas may then give the kernel all the
+    registers its launch bounds allow).  ``cfg`` is the kernel's
+    :func:`~ptxforge.analysis.cfg.build_cfg` when the caller has it.
 
     Example::
 
@@ -231,6 +233,8 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
         reasons.append("tensor cores")
     if call_targets(kernel):
         reasons.append("calls")
+    if any(i.family == "setmaxnreg" for i in insts):
+        reasons.append("setmaxnreg")
     longest = max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
     if longest > LONG_BLOCK:
         reasons.append(f"a block of {longest} instructions")
