@@ -8,6 +8,8 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
+
 from ptxforge import emit, parse
 from ptxforge.analysis.liveness import analyze_liveness
 from ptxforge.analysis.prediction import (
@@ -511,10 +513,7 @@ def test_warp_uniform_values_on_corpus_kernels_against_ptxas():
             k.id, p.registers, truth[k.id].registers)
 
 
-def test_setmaxnreg_puts_the_prediction_out_of_its_depth():
-    # warpgroups that set their own register counts: ptxas may give the kernel every register
-    # its launch bounds allow, which the rules do not model
-    text = """.version 8.0
+_SETMAXNREG = """.version 8.0
 .target sm_90a
 .address_size 64
 .visible .entry k(.param .u64 p)
@@ -537,8 +536,29 @@ $L2:
   ret;
 }
 """
+
+
+def test_setmaxnreg_puts_the_prediction_out_of_its_depth():
+    # warpgroups that set their own register counts: ptxas may give the kernel every register
+    # its launch bounds allow, which the rules do not model
+    text = _SETMAXNREG
     kernel = parse(text).kernel("k")
     assert out_of_depth(kernel) == ("setmaxnreg",)
     p = predict_registers(kernel, target="sm_90a")
     assert p.out_of_depth == ("setmaxnreg",)
     assert p.high == math.ceil(p.registers * DEEP_BAND[1])
+
+
+@pytest.mark.parametrize("threads,blocks,inc", [(384, 1, 232), (384, 1, 104), (256, 1, 232),
+                                                (512, 1, 96), (192, 2, 232), (256, 1, None)])
+def test_setmaxnreg_under_launch_bounds_gives_ptxas_its_count(threads, blocks, inc):
+    # with .minnctapersm, ptxas gives the kernel what its bounds allow, capped by the largest
+    # .inc (checked here against whole-program ptxas, not a table)
+    text = _SETMAXNREG.replace(".maxntid 384, 1, 1",
+                               f".maxntid {threads}, 1, 1\n.minnctapersm {blocks}")
+    text = (text.replace("232;", f"{inc};") if inc is not None
+            else text.replace("  setmaxnreg.inc.sync.aligned.u32 232;\n", ""))
+    kernel = parse(text).kernel("k")
+    p = predict_registers(kernel, target="sm_90a")
+    assert p.out_of_depth == () and p.components[-1].name == "setmaxnreg"
+    assert p.registers == _ptxas(text, "sm_90a")["k"]

@@ -217,8 +217,8 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
     """Why the prediction for ``kernel`` is less sure (its band is :data:`DEEP_BAND`): ``"tensor
     cores"`` (mma, wmma.mma, wgmma: fragments the rules do not model), ``"calls"`` (the call
     ABI), ``"a block of N instructions"`` (longer than :data:`LONG_BLOCK`), ``"setmaxnreg"``
-    (warpgroups set their own register counts: ptxas may then give the kernel all the
-    registers its launch bounds allow).  ``cfg`` is the kernel's
+    (warpgroups set their own register counts, without the complete launch bounds that
+    :func:`predict_registers` reads the count from).  ``cfg`` is the kernel's
     :func:`~ptxforge.analysis.cfg.build_cfg` when the caller has it.
 
     Example::
@@ -233,7 +233,7 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
         reasons.append("tensor cores")
     if call_targets(kernel):
         reasons.append("calls")
-    if any(i.family == "setmaxnreg" for i in insts):
+    if any(i.family == "setmaxnreg" for i in insts) and _setmaxnreg_count(kernel, 255) is None:
         reasons.append("setmaxnreg")
     longest = max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
     if longest > LONG_BLOCK:
@@ -337,11 +337,37 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                                detail=f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
                                "or spills the rest"))
         total = REGISTER_LIMIT
+    share = _setmaxnreg_count(kernel, kernel_budget(kernel, target))
+    if share is not None:
+        comps.append(Component(name="setmaxnreg", registers=share - total,
+                               detail="warpgroups set their own counts (setmaxnreg): ptxas gives "
+                               "the kernel what its launch bounds allow, at most the largest "
+                               ".inc"))
+        total = share
     band = DEEP_BAND if deep else BAND
     low = max(1, math.floor(total * band[0]))
     high = min(REGISTER_LIMIT, max(total, math.ceil(total * band[1])))
     return Prediction(registers=total, low=min(low, total), high=high, components=tuple(comps),
                       out_of_depth=deep)
+
+
+def _setmaxnreg_count(kernel: ir.Kernel, budget: int) -> int | None:
+    """ptxas's count for a kernel whose warpgroups set their own (``setmaxnreg``) under
+    complete launch bounds (``.maxntid`` or ``.reqntid``, and ``.minnctapersm``): the
+    occupancy ``budget`` of those bounds, capped by the largest ``setmaxnreg.inc``; None
+    otherwise.  Measured with whole-program ptxas 13.5 on sm_90a (docs/prediction.md,
+    "setmaxnreg"): 384 threads x 1 block: 168 (inc 232), 104 (inc 104), 168 (dec 40 only);
+    256 x 1: 232 (inc 232), 255 (dec only); 512 x 1: 128; 192 x 2: 168; without
+    ``.minnctapersm`` ptxas counts the body as usual."""
+    if not any(i.family == "setmaxnreg" for i in kernel.instructions):
+        return None
+    d = dict(kernel.directives or ())
+    if not d.get(".minnctapersm") or not (d.get(".maxntid") or d.get(".reqntid")):
+        return None
+    incs = [int(i.operands[0].value) for i in kernel.instructions
+            if i.opcode.startswith("setmaxnreg.inc") and i.operands
+            and isinstance(i.operands[0], ir.Immediate)]
+    return min(budget, max(incs)) if incs else budget
 
 
 def _division_slow_path(lv) -> tuple[int, str, int] | None:
