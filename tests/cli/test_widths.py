@@ -22,6 +22,7 @@ from ptxforge.toolchain.compile import compile_ptx
 
 from cli_util import run
 from corpus_util import CORPUS_DIR, compile_cu
+from hypothesis_profiles import examples
 
 WIDTH = 100
 SOURCES = ("templates", "stencil", "reduce", "pressure", "calls", "weno", "warp", "atomics",
@@ -176,7 +177,7 @@ def test_singular_grammar(capsys, build):
 _PIECES = [" ", "  ", "a", "bb", "-", "\t", "\n", "\r", "\xa0", "\u2003", "x" * 30, "é"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(2), deadline=None)
 @given(text=st.lists(st.sampled_from(_PIECES), max_size=20).map("".join),
        width=st.integers(5, 60), indent=st.sampled_from(["", "  ", "- "]))
 def test_wrap_gives_what_textwrap_gives(text, width, indent):
