@@ -11,7 +11,7 @@ from prediction_table import figures, measure, size_class
 
 from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 
-#: Measured on the slice (ptxforge-predict/8, ptxas 13.5, sm_80): held-out families 71 kernels,
+#: Measured on the slice (ptxforge-predict/8 and /9, ptxas 13.5, sm_80): held-out families 71 kernels,
 #: 41 within +-10% (57.7%), median error 9.375%, Spearman 0.938, band coverage 87.3%; training
 #: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, Spearman 0.946, coverage
 #: 97.6%.  (Models 6 and 7: 39 of 71, coverage 90.1%; 26 of 41, coverage 100%.  Model 5, the
@@ -62,7 +62,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/8")
+    assert MODEL.startswith("ptxforge-predict/9")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 

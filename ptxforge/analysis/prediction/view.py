@@ -10,6 +10,9 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
 * **cvta.to.global** is a no-op on the generic address of a global pointer;
 * **constant-offset address arithmetic** (``add.s64 %rd9, %rd3, 4096`` used only as an
   address) folds into the address (``LDG.E R6, [R2.64+0x1000]``);
+  but not one computed after a warp shuffle and read after a later one (model 9: ptxas keeps
+  it in a register pair, ``IADD3 R8, P5, R2, 0x100, RZ`` / ``STG.E [R8.64], R5``, computed
+  after the last shuffle; the view moves its definition there);
 * **register copies** (``mov.b32 %r2, %r1``) are coalesced;
 * **32-to-64-bit widenings** (``cvt.u64.u32 %rd1, %r16``) never take a register pair: the
   64-bit address arithmetic reads the 32-bit value and supplies the high word
@@ -143,6 +146,65 @@ def _offset_fold(inst: ir.Instruction) -> ir.Register | None:
     if isinstance(ops[1], ir.Register) and isinstance(ops[2], ir.Immediate):
         return ops[1]
     return None
+
+
+def _held_offsets(insts, reads: list) -> set:
+    """Names of the ``add d, base, imm`` results that ptxas keeps in a register: defined
+    after a warp shuffle and read after a later one (model 9).  ``reads``: :func:`_scan`'s."""
+    if not any(i.family == "shfl" for i in insts):
+        return set()
+    seen = 0
+    after: list = []  # per instruction: the shuffles before it
+    defined: dict = {}  # candidate name -> the shuffles before its definition
+    for inst in insts:
+        after.append(seen)
+        if seen and _offset_fold(inst) is not None:
+            defined[inst.operands[0].name] = seen
+        if inst.family == "shfl":
+            seen += 1
+    held = set()
+    for n, names in enumerate(reads):
+        for name in names:
+            k = defined.get(name)
+            if k is not None and after[n] > k:
+                held.add(name)
+    return held
+
+
+def _sink(body, names: set):
+    """``body`` with the definitions of ``names`` (each defined once) moved right after the
+    last warp shuffle before the first instruction that reads them, where that instruction is
+    in the definition's basic block (elsewhere they stay)."""
+    body = list(body)
+    targets = {op.name for stmt in body if isinstance(stmt, ir.Instruction)
+               for op in stmt.operands if isinstance(op, ir.LabelRef)}
+    defs: dict = {}
+    at: dict = {}  # definition position -> where it goes (after that position)
+    last_shfl = last_edge = -1
+    for n, stmt in enumerate(body):
+        if not isinstance(stmt, ir.Instruction):
+            if isinstance(stmt, ir.Label) and stmt.name in targets:  # a block starts
+                last_edge = n
+            continue
+        for op in stmt.operands[stmt.ndefs:]:
+            for r in ir.registers_in(op):
+                d = defs.pop(r.name, None)
+                if d is not None:
+                    at[d] = max(last_shfl, d) if last_edge < d else d
+        if stmt.ndefs == 1 and isinstance(stmt.operands[0], ir.Register) \
+                and stmt.operands[0].name in names:
+            defs[stmt.operands[0].name] = n
+        if stmt.family == "shfl":
+            last_shfl = n
+        elif stmt.family in _ENDS_BLOCK:
+            last_edge = n
+    after: dict = {}
+    for d, n in at.items():
+        after.setdefault(n, []).append(body[d])
+    for n, stmt in enumerate(body):
+        if n not in at or at[n] == n:
+            yield stmt
+        yield from (d for d in after.get(n, ()) if d is not stmt)
 
 
 def _address_only(uses: list) -> bool:
@@ -322,6 +384,12 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     body = kernel.body or ()
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
+    held = _held_offsets(insts, reads) if "offset" in kinds else set()
+    held = {name for name in held if ndefs[name] == 1}
+    if held:  # ptxas computes them next to their first use (model 9)
+        body = tuple(_sink(body, held))
+        insts = [s for s in body if isinstance(s, ir.Instruction)]
+        ndefs, uses, reads = _scan(insts)
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
@@ -344,7 +412,8 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
         kind = fold_kind(inst)
         if kind is None and "offset" in kinds:
             base = _offset_fold(inst)
-            if base is not None and _address_only(uses.get(inst.operands[0].name, [])):
+            if base is not None and _address_only(uses.get(inst.operands[0].name, [])) \
+                    and inst.operands[0].name not in held:
                 kind = "offset"
         if kind is None or kind not in kinds:
             continue
