@@ -94,7 +94,7 @@ def run(args) -> int:
     import json
 
     from ptxforge.frontends import triton_cache
-    from ptxforge.frontends.inputs import collect, without_kernels
+    from ptxforge.frontends.inputs import collect, not_checked, without_kernels
     from ptxforge.reports.check import Budget, check, load_budget
 
     paths = list(args.paths)
@@ -118,19 +118,22 @@ def run(args) -> int:
             return _race_only(args, races)
         raise UsageError("no budget to check: give --max-registers, --no-spills, "
                          "--max-stack, --min-occupancy, --budget FILE.toml or --races")
-    units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # bad input: exit 1
-                    cu_flags=args.cu_flags, reads=_reads(args))
+    units = collect(paths, spec=spec_from_args(args), jobs=args.jobs,  # a bad file: listed,
+                    cu_flags=args.cu_flags, reads=_reads(args), keep_going=True)  # exit 1
     kernels = [f for u in units for f in u.figures]
-    if not kernels:
+    failed = not_checked(units)
+    if not kernels and (not failed or len(units) == 1):
+        if failed:   # the one input: its own error, as every command gives it
+            raise PtxforgeError(failed[0][1])
         raise PtxforgeError(f"check: no kernel (.entry) in {', '.join(paths)}")
-    report = check(kernels, base, budget_file, without_kernels(units))
+    report = check(kernels, base, budget_file, without_kernels(units), failed)
     if args.sarif and report.failures and not args.json:   # the failing kernels' peak lines
         from ptxforge.frontends.inputs import fill_peak_lines
 
         units = fill_peak_lines(units, [f.kernel for f in report.failures],
                                 spec_from_args(args), args.cu_flags)
         kernels = [f for u in units for f in u.figures]
-        report = check(kernels, base, budget_file, without_kernels(units))
+        report = check(kernels, base, budget_file, without_kernels(units), failed)
     if args.sarif:
         from ptxforge.reports.sarif import sarif_text
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported by _one when a file is analysed
     from ptxforge.reports.analyze import ModuleAnalysis
     from ptxforge.reports.cubin import CubinReport
 
-__all__ = ["Input", "collect", "expand", "fill_peak_lines", "without_kernels"]
+__all__ = ["Input", "collect", "expand", "fill_peak_lines", "not_checked", "without_kernels"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -46,7 +46,9 @@ class Input:
     """One analysed file: its path, kind (``"ptx"``, ``"cubin"``, ``"triton"``), the path
     relative to the folder it was found in (``rel``), the analysis (None when the file was
     analysed in a worker process) and the figures; ``no_kernel`` for PTX that holds only
-    globals or declarations (no figures: listed by ``check`` and ``diff``, not an error)."""
+    globals or declarations (no figures: listed by ``check`` and ``diff``, not an error);
+    ``error`` the message of a file that could not be read, parsed or compiled, when
+    :func:`collect` was asked to go on past it (``keep_going``)."""
 
     path: str
     kind: str
@@ -54,6 +56,7 @@ class Input:
     analysis: Union[ModuleAnalysis, CubinReport, None] = attrs.field(eq=False, repr=False)
     figures: tuple = attrs.field(eq=False, repr=False)
     no_kernel: bool = False
+    error: Optional[str] = None
 
 
 def _is_cubin(path: pathlib.Path) -> bool:
@@ -139,9 +142,22 @@ def without_kernels(units: Sequence) -> list:
     return [u.path for u in units if u.no_kernel]
 
 
+def not_checked(units: Sequence) -> list:
+    """``[(path, error message), ...]`` of the :class:`Input` s whose file could not be read,
+    parsed or compiled (``collect(..., keep_going=True)``), in order.
+
+    Example::
+
+        >>> not_checked(collect(["build/"], keep_going=True))   # doctest: +SKIP
+        [('build/broken.ptx', 'build/broken.ptx:3:1: expected ...')]
+    """
+    return [(u.path, u.error) for u in units if u.error is not None]
+
+
 def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
             compile: bool = True, jobs: Optional[int] = 1,
-            cu_flags: Sequence[str] = (), reads: Sequence[str] = DETAILS) -> tuple:
+            cu_flags: Sequence[str] = (), reads: Sequence[str] = DETAILS,
+            keep_going: bool = False) -> tuple:
     """Analyse every kernel under ``paths`` (files, folders, Triton caches) into
     :class:`Input` s, in the order given (folders sorted).  ``spec`` is the
     :class:`~ptxforge.arch.spec.LaunchSpec` (or a target name): its target None uses each
@@ -153,20 +169,43 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
     ``-lineinfo`` and ``cu_flags`` (:mod:`ptxforge.frontends.cuda_source`).  ``reads`` names
     the figures of :data:`~ptxforge.reports.figures.DETAILS` the caller reads (the liveness
     and the prediction of a PTX kernel are computed only for those; ``check`` without
-    ``--json`` or ``--sarif`` reads none)."""
+    ``--json`` or ``--sarif`` reads none).  ``keep_going`` turns a file's error into an
+    :class:`Input` with ``error`` set (``check`` reports it and goes on with the rest)."""
     spec = launch_spec(spec)
     if not paths:
         raise PtxforgeError("no input: give PTX files, cubins, folders or a Triton cache")
     tasks = [(kind, what, rel, spec, compile, tuple(cu_flags), tuple(reads)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
-        return tuple(_one(*t, jobs=jobs) for t in tasks)   # one file: its kernels in parallel
+        results = [_one_or_error(t, jobs, keep_going) for t in tasks]  # one file: its kernels
+    else:                                                               # in parallel
+        results = ordered_map(_one_in_worker, tasks, jobs)
     out = []
-    for res in ordered_map(_one_in_worker, tasks, jobs):
+    for task, res in zip(tasks, results):
         if isinstance(res, str):   # the first failing file, as in one process
-            raise PtxforgeError(res)
+            if not keep_going:
+                raise PtxforgeError(res)
+            res = _failed(task, res)
         out.append(res)
     return tuple(out)
+
+
+def _one_or_error(task: tuple, jobs: Optional[int], keep_going: bool):
+    """:func:`_one` in this process: the Input, or (``keep_going``) the error's message."""
+    kind, what, rel, spec, compile, cu_flags, reads = task
+    try:
+        return _one(kind, what, rel, spec, compile, cu_flags, reads, jobs=jobs)
+    except PtxforgeError as exc:
+        if not keep_going:
+            raise
+        return str(exc)
+
+
+def _failed(task: tuple, message: str) -> Input:
+    """The :class:`Input` of a file whose analysis failed with ``message``."""
+    kind, what, rel = task[:3]
+    path = what.ptx_path if kind == "triton" else what
+    return Input(path=str(path), kind=kind, rel=rel, analysis=None, figures=(), error=message)
 
 
 def _one_in_worker(task: tuple):

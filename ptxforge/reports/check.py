@@ -329,6 +329,7 @@ class CheckReport:
     unmatched: tuple = ()
     budget_file: Optional[str] = None
     no_kernel: tuple = ()        # files that hold no kernel (PTX of globals only)
+    not_checked: tuple = ()      # (file, error message): read, parsed or compiled in vain
 
     @property
     def failures(self) -> tuple:
@@ -337,17 +338,18 @@ class CheckReport:
 
     @property
     def exit_status(self) -> int:
-        """0 when every limit holds, 1 otherwise."""
-        return 1 if self.failures else 0
+        """0 when every limit holds and every file was checked, 1 otherwise."""
+        return 1 if self.failures or self.not_checked else 0
 
     def to_dict(self) -> dict:
         """JSON-ready dict (``schema`` ``ptxforge.check/1``)."""
-        return {"schema": "ptxforge.check/1", "ok": not self.failures,
+        return {"schema": "ptxforge.check/1", "ok": not self.exit_status,
                 "budget_file": self.budget_file,
                 "kernels": [k.to_dict() for k in self.kernels],
                 "findings": [f.to_dict() for f in self.findings],
                 "unmatched_patterns": list(self.unmatched),
-                "files_without_kernels": list(self.no_kernel)}
+                "files_without_kernels": list(self.no_kernel),
+                "files_not_checked": [{"file": p, "error": e} for p, e in self.not_checked]}
 
     def to_text(self) -> str:
         """The readable report: a table of kernels, then each failure, then the verdict."""
@@ -391,10 +393,20 @@ class CheckReport:
                                 f"file{'s' if len(self.no_kernel) != 1 else ''} (globals only, "
                                 "nothing to check): "
                                 + ", ".join(short_path(p, 60) for p in self.no_kernel))]
+        if self.not_checked:
+            m = len(self.not_checked)
+            lines += ["", f"{m} file{'s' if m != 1 else ''} could not be checked:"]
+            for p, e in self.not_checked:
+                first = e.splitlines()[0] if e else "error"
+                lines += wrap(first if p in first else f"{short_path(p, 60)}: {first}",
+                              indent="  ", subsequent="    ")
         n = len(self.kernels)
         lines += ["", f"{len(fails)} of {len(self.findings)} checks failed on {n} kernel"
                   f"{'s' if n != 1 else ''}" if fails else
                   _holds(len(self.findings)) + f" on {n} kernel{'s' if n != 1 else ''}"]
+        if self.not_checked:
+            lines[-1] += (f"; {len(self.not_checked)} file"
+                          f"{'s' if len(self.not_checked) != 1 else ''} not checked")
         return "\n".join(lines) + "\n"
 
 
@@ -412,10 +424,12 @@ def _where(k) -> Optional[str]:
 
 
 def check(kernels: Sequence, base: Budget = Budget(),
-          budget_file: Optional[BudgetFile] = None, no_kernel: Sequence = ()) -> CheckReport:
+          budget_file: Optional[BudgetFile] = None, no_kernel: Sequence = (),
+          not_checked: Sequence = ()) -> CheckReport:
     """Check every kernel's figures (:class:`~ptxforge.reports.figures.KernelFigures`)
     against ``base`` (the command line's limits) refined by ``budget_file``; ``no_kernel``
-    names the files read that hold no kernel (the report lists them)."""
+    names the files read that hold no kernel (the report lists them), ``not_checked`` the
+    ``(file, error)`` of those that could not be read, parsed or compiled (they fail it)."""
     findings = []
     names = []
     for k in kernels:
@@ -428,4 +442,4 @@ def check(kernels: Sequence, base: Budget = Budget(),
     unmatched = budget_file.unmatched(names) if budget_file is not None else ()
     return CheckReport(findings=tuple(findings), kernels=tuple(kernels), unmatched=unmatched,
                        budget_file=budget_file.path if budget_file is not None else None,
-                       no_kernel=tuple(no_kernel))
+                       no_kernel=tuple(no_kernel), not_checked=tuple(not_checked))

@@ -2,7 +2,8 @@
 
 ``<testsuites>`` holds one ``<testsuite>`` per input file (named by the file); each checked
 limit of each kernel is a ``<testcase classname=FILE name="KERNEL: RULE">``; a limit that
-fails has a ``<failure type=RULE message=…>``, one that cannot be checked an ``<error>``.
+fails has a ``<failure type=RULE message=…>``, one that cannot be checked an ``<error>``; a
+file that could not be read, parsed or compiled is a suite of one ``input`` case in error.
 Counts (``tests``, ``failures``, ``errors``) are on every suite and on the root.
 
 Example::
@@ -47,6 +48,14 @@ def junit_xml(report: CheckReport) -> str:
         totals[0] += len(findings)
         totals[1] += fails
         totals[2] += errors
+    for file, error in report.not_checked:   # the file itself: one test case in error
+        suite = ET.SubElement(root, "testsuite", {"name": file, "tests": "1", "failures": "0",
+                                                  "errors": "1", "skipped": "0"})
+        case = ET.SubElement(suite, "testcase", {"classname": file, "name": "input"})
+        first = error.splitlines()[0] if error else "error"
+        ET.SubElement(case, "error", {"type": "input-not-checked", "message": first}).text = error
+        totals[0] += 1
+        totals[2] += 1
     root.set("tests", str(totals[0]))
     root.set("failures", str(totals[1]))
     root.set("errors", str(totals[2]))

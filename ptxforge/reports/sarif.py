@@ -8,7 +8,9 @@ when the PTX has line information, else at its ``.entry`` line in the PTX file, 
 kernel as a logical location and the source lines that hold the most registers at the
 pressure peak as related locations.  Paths under ``root`` (default: the current directory)
 become relative URIs against ``%SRCROOT%``; others become ``file://`` URIs.  Data races from
-``ptxforge check --races`` are results too, under the ``data-race`` rule (:func:`race_results`).
+``ptxforge check --races`` are results too, under the ``data-race`` rule (:func:`race_results`),
+and so is each input file that could not be read, parsed or compiled (``input-not-checked``,
+at the line its error names).
 
 Example::
 
@@ -29,8 +31,8 @@ from ptxforge.ptx.demangle import display_name
 
 from .check import RULES, CheckReport
 
-__all__ = ["RACE_RULE", "SARIF_SCHEMA", "artifact_uri", "race_results", "sarif_log",
-           "sarif_text"]
+__all__ = ["NOT_CHECKED_RULE", "RACE_RULE", "SARIF_SCHEMA", "artifact_uri", "race_results",
+           "sarif_log", "sarif_text"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _INFO_URI = "https://github.com/ptxforge/ptxforge"
@@ -103,6 +105,26 @@ def _result(f, index: int, root: Optional[str]) -> dict:
     return out
 
 
+#: The rule of an input file ``check`` could not read, parse or compile (it fails the check).
+NOT_CHECKED_RULE = ("input-not-checked", ("the file could not be read, parsed or compiled, so "
+                                          "none of its kernels was checked"))
+
+
+def _not_checked_result(path: str, error: str, index: int, root: Optional[str]) -> dict:
+    """The SARIF result of a file ``check`` could not check (its line when the error names
+    one: ``file:line:col: ...``)."""
+    first = error.splitlines()[0] if error else "error"
+    line = None
+    if first.startswith(path + ":"):
+        head = first[len(path) + 1:].split(":", 1)[0]
+        line = int(head) if head.isdigit() and int(head) > 0 else None
+    return {"ruleId": NOT_CHECKED_RULE[0], "ruleIndex": index, "level": "error",
+            "message": {"text": error or "error"},
+            "locations": [{"physicalLocation": _physical(path, line, root)}],
+            "partialFingerprints": {"ptxforgeInput/v1": f"{path}:{NOT_CHECKED_RULE[0]}"},
+            "properties": {"file": path}}
+
+
 #: The rule of a data race found on the interpreter (``ptxforge check --races``).
 RACE_RULE = ("data-race", ("two threads access the same memory, at least one writing, with no "
                            "barrier between them (found by running the kernel on the PTX "
@@ -160,6 +182,13 @@ def sarif_log(report: CheckReport, root: Optional[str] = None, races: tuple = ()
               "helpUri": _INFO_URI + "/blob/main/docs/ci.md"}
              for rid, (_, desc) in RULES.items()]
     results = [_result(f, ids.index(f.rule), root) for f in report.failures]
+    if report.not_checked:
+        rules.append({"id": NOT_CHECKED_RULE[0], "name": "InputNotChecked",
+                      "shortDescription": {"text": NOT_CHECKED_RULE[1]},
+                      "defaultConfiguration": {"level": "error"},
+                      "helpUri": _INFO_URI + "/blob/main/docs/ci.md"})
+        results += [_not_checked_result(p, e, len(rules) - 1, root)
+                     for p, e in report.not_checked]
     if races:
         rules.append({"id": RACE_RULE[0], "name": "DataRace",
                       "shortDescription": {"text": RACE_RULE[1]},

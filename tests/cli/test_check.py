@@ -263,3 +263,41 @@ def test_a_cubin_cannot_say_spills_so_the_check_fails_as_unknown(capsys, build, 
     assert {r["level"] for r in log["runs"][0]["results"]} == {"warning"}
     root = ET.parse(xml).getroot()
     assert int(root.get("errors")) == len(root.findall("testsuite/testcase/error")) == 4
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_that_cannot_be_read_fails_the_check_but_the_others_are_checked(
+        capsys, build, tmp_path, jobs):
+    # a CI gate over a build folder: one broken file is reported (text, JSON, SARIF, JUnit)
+    # and fails the check; the kernels of the other files are still checked
+    import shutil
+
+    folder = tmp_path / "mixed"
+    shutil.copytree(build, folder)
+    (folder / "broken.ptx").write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                                       ".visible .entry k()\n{\n\tbogus.op %r1;\n\tret;\n}\n")
+    sarif, xml = tmp_path / "out.sarif", tmp_path / "out.xml"
+    code, out, err = run(capsys, "check", folder, "--max-registers", 255, "--jobs", jobs,
+                         "--sarif", sarif, "--junit", xml)
+    assert code == 1 and "Traceback" not in err
+    flat = " ".join(out.split())   # lines wrap where the temporary path is long
+    assert "1 file could not be checked:" in flat
+    assert "broken.ptx:6:2: unknown opcode 'bogus'" in flat
+    assert flat.endswith("all 7 checks hold on 7 kernels; 1 file not checked")
+    log = json.loads(sarif.read_text())
+    jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft7Validator)
+    (result,) = log["runs"][0]["results"]
+    assert result["ruleId"] == "input-not-checked" and result["level"] == "error"
+    phys = result["locations"][0]["physicalLocation"]
+    assert phys["artifactLocation"]["uri"].endswith("broken.ptx")
+    assert phys["region"]["startLine"] == 6
+    assert log["runs"][0]["invocations"][0]["exitCode"] == 1
+    root = ET.parse(xml).getroot()
+    assert int(root.get("errors")) == 1 and int(root.get("tests")) == 7 + 1
+    (case,) = [c for c in root.iter("testcase") if c.find("error") is not None]
+    assert case.get("name") == "input" and case.get("classname").endswith("broken.ptx")
+    code, out, _ = run(capsys, "check", folder, "--max-registers", 255, "--jobs", jobs, "--json")
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False and len(data["kernels"]) == 7
+    (bad,) = data["files_not_checked"]
+    assert bad["file"].endswith("broken.ptx") and "unknown opcode 'bogus'" in bad["error"]
