@@ -235,7 +235,8 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
         reasons.append("tensor cores")
     if call_targets(kernel):
         reasons.append("calls")
-    if any(i.family == "setmaxnreg" for i in insts) and _setmaxnreg_count(kernel, 255) is None:
+    warpgroups = _setmaxnreg(kernel)
+    if warpgroups is not None and not warpgroups[0]:
         reasons.append("setmaxnreg")
     longest = max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
     if longest > LONG_BLOCK:
@@ -339,8 +340,10 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                                detail=f"ptxas assigns at most {REGISTER_LIMIT} and rematerialises "
                                "or spills the rest"))
         total = REGISTER_LIMIT
-    share = _setmaxnreg_count(kernel, kernel_budget(kernel, target))
-    if share is not None:
+    warpgroups = _setmaxnreg(kernel)
+    if warpgroups is not None and warpgroups[0]:
+        most = warpgroups[1]   # the occupancy budget of the bounds, capped by the largest .inc
+        share = budget if most is None else min(budget, most)
         comps.append(Component(name="setmaxnreg", registers=share - total,
                                detail="warpgroups set their own counts (setmaxnreg): ptxas gives "
                                "the kernel what its launch bounds allow, at most the largest "
@@ -353,23 +356,27 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                       out_of_depth=deep)
 
 
-def _setmaxnreg_count(kernel: ir.Kernel, budget: int) -> int | None:
-    """ptxas's count for a kernel whose warpgroups set their own (``setmaxnreg``) under
-    complete launch bounds (``.maxntid`` or ``.reqntid``, and ``.minnctapersm``): the
-    occupancy ``budget`` of those bounds, capped by the largest ``setmaxnreg.inc``; None
-    otherwise.  Measured with whole-program ptxas 13.5 on sm_90a (docs/prediction.md,
-    "setmaxnreg"): 384 threads x 1 block: 168 (inc 232), 104 (inc 104), 168 (dec 40 only);
-    256 x 1: 232 (inc 232), 255 (dec only); 512 x 1: 128; 192 x 2: 168; without
-    ``.minnctapersm`` ptxas counts the body as usual."""
-    if not any(i.family == "setmaxnreg" for i in kernel.instructions):
+def _setmaxnreg(kernel: ir.Kernel) -> tuple[bool, int | None] | None:
+    """None for a kernel that runs no ``setmaxnreg``; else (whether its launch bounds are
+    complete: ``.maxntid`` or ``.reqntid``, and ``.minnctapersm``; its largest
+    ``setmaxnreg.inc``, None without one).  Under complete bounds whole-program ptxas 13.5
+    gives such a kernel the occupancy budget of those bounds, capped by that ``.inc``,
+    whatever its body needs (measured on sm_90a; docs/prediction.md, "setmaxnreg"): 384
+    threads x 1 block: 168 (inc 232), 104 (inc 104), 168 (dec 40 only); 256 x 1: 232 (inc
+    232), 255 (dec only); 512 x 1: 96 (inc 96); 192 x 2: 168.  Without ``.minnctapersm``
+    ptxas counts the body as usual."""
+    runs, incs = False, []
+    for i in kernel.instructions:
+        if i.family == "setmaxnreg":
+            runs = True
+            if i.opcode.startswith("setmaxnreg.inc") and i.operands \
+                    and isinstance(i.operands[0], ir.Immediate):
+                incs.append(int(i.operands[0].value))
+    if not runs:
         return None
     d = dict(kernel.directives or ())
-    if not d.get(".minnctapersm") or not (d.get(".maxntid") or d.get(".reqntid")):
-        return None
-    incs = [int(i.operands[0].value) for i in kernel.instructions
-            if i.opcode.startswith("setmaxnreg.inc") and i.operands
-            and isinstance(i.operands[0], ir.Immediate)]
-    return min(budget, max(incs)) if incs else budget
+    complete = bool(d.get(".minnctapersm") and (d.get(".maxntid") or d.get(".reqntid")))
+    return complete, max(incs, default=None)
 
 
 def _division_slow_path(lv) -> tuple[int, str, int] | None:
