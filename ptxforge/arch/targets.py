@@ -26,7 +26,11 @@ import attrs
 
 from ptxforge.errors import UnsupportedError
 
-__all__ = ["ArchProps", "Target", "TARGETS", "target", "target_names"]
+__all__ = ["ArchProps", "DEFAULT_ARCH", "Target", "TARGETS", "resolve_target", "target",
+           "target_names"]
+
+#: The target an analysis assumes when neither the caller nor the PTX names one it knows.
+DEFAULT_ARCH = "sm_80"
 
 KB = 1024
 
@@ -250,3 +254,28 @@ def target(spec: Union[str, int, Target]) -> Target:
     if found is None:
         raise UnsupportedError(f"unknown target {spec!r}; expected one of {target_names()}")
     return found
+
+
+def resolve_target(given: Optional[Union[str, int]], ptx_target: Optional[str]) -> tuple:
+    """``(target, source, note)``: ``given`` when given (source ``"given"``); else the PTX's
+    own ``.target`` when ptxforge knows it (``"target"``); else :data:`DEFAULT_ARCH`
+    (``"default"``) with a note saying why.
+
+    Example::
+
+        >>> resolve_target(None, "sm_90a")[:2], resolve_target("8.6", "sm_80")[:2]
+        (('sm_90a', 'target'), ('sm_86', 'given'))
+    """
+    if given is not None:
+        return target(given).name, "given", None
+    word = (ptx_target or "").split(",")[0].strip()
+    if not word:
+        return DEFAULT_ARCH, "default", (f"the PTX has no .target: analysed for {DEFAULT_ARCH}"
+                                         " (pass --arch to choose)")
+    try:
+        tgt = target(word)
+    except UnsupportedError:
+        return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is not a target ptxforge "
+                                         f"knows: analysed for {DEFAULT_ARCH} (pass --arch to "
+                                         "choose)")
+    return tgt.name, "target", None

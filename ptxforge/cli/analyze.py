@@ -72,33 +72,30 @@ def _triton_dir(path: str) -> bool:
 
 def _run_one(args) -> int:
     """One file (or one Triton cache): its report."""
+    if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
+        return _run_cache(args)
+    data, name = read_source(args.file, args)
+    # the SASS explanations are read at once when every kernel's will be printed
+    explain = True if args.json or args.full else False if args.summary else None
+    request = request_from_args(args)
+    data, started = _start_early(args, data, request, explain)
     from ptxforge.frontends import triton_cache
 
-    if args.file != "-" and os.path.isdir(args.file):  # a Triton cache: every kernel in it
-        if not triton_cache.scan(args.file):
-            raise InputError(f"{args.file!r} is a directory with no Triton cache in it "
-                             "(HASH/NAME.ptx with NAME.json): analyze reads one PTX or cubin "
-                             "file, or a Triton cache; check and diff read folders of PTX")
-        cached = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
-                                            compile=not args.no_compile)
-        emit(args, [r.to_dict(args.top) for r in cached] if args.json else None,
-             lambda: "\n".join(r.to_text(args.top, args.by) for r in cached))
-        return EXIT_OK
     spec = spec_from_args(args)
     entry = triton_cache.entry_for_ptx(args.file)  # Triton's PTX: its block size and shared
     if entry is not None:
         spec = attrs.evolve(spec, block=spec.block or entry.block_size,
                             dynamic_shared=spec.dynamic_shared or entry.shared)
-    data, name = read_source(args.file, args)
-    from ptxforge.frontends.fatbin import analyze_container, is_fatbin_container
+    if isinstance(data, bytes):
+        from ptxforge.frontends.fatbin import analyze_container, is_fatbin_container
 
-    if isinstance(data, bytes) and is_fatbin_container(data):   # a fatbin or a .so: each entry
-        if args.by != "line":
-            raise UsageError("analyze: --by applies to PTX, not to a fat binary")
-        rep = analyze_container(data, name, spec, kernel=args.kernel,
-                                compile=not args.no_compile, request=request_from_args(args))
-        emit(args, rep.to_dict() if args.json else None, rep.to_text)
-        return EXIT_OK
+        if is_fatbin_container(data):   # a fatbin or a .so: each entry
+            if args.by != "line":
+                raise UsageError("analyze: --by applies to PTX, not to a fat binary")
+            rep = analyze_container(data, name, spec, kernel=args.kernel,
+                                    compile=not args.no_compile, request=request)
+            emit(args, rep.to_dict() if args.json else None, rep.to_text)
+            return EXIT_OK
     if data[:4] == b"\x7fELF":
         from ptxforge.reports.cubin import analyze_cubin
 
@@ -107,14 +104,6 @@ def _run_one(args) -> int:
         report = analyze_cubin(data, name, spec, kernel=args.kernel)
         emit(args, report.to_dict() if args.json else None, report.to_text)
         return EXIT_OK
-    # the SASS explanations are read at once when every kernel's will be printed
-    explain = True if args.json or args.full else False if args.summary else None
-    request, started = request_from_args(args), None
-    if not args.no_compile and args.kernel is None:   # ptxas starts before the analysis loads
-        from ptxforge.reports.analyze_compile import start_early
-
-        data = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-        started = start_early(data, spec.target, request, explain)
     from ptxforge.reports.analyze import RunOptions, analyze_ptx
 
     res = analyze_ptx(data, name, spec, compile=not args.no_compile, strict=not args.lenient,
@@ -127,6 +116,36 @@ def _run_one(args) -> int:
     emit(args, res.to_dict(args.top) if args.json else None,
           lambda: res.to_text(args.top, args.by,
                               True if args.summary else False if args.full else None))
+    return EXIT_OK
+
+
+def _start_early(args, data, request, explain) -> tuple:
+    """``(data, started)``: for PTX text (no NUL byte in its first 4 KiB: a cubin, a fat
+    binary or a zip has some) compiled by default, ptxas started on it now, before the
+    analysis and the other front doors load (``data`` then as text); else ``(data, None)``."""
+    if args.no_compile or args.kernel is not None:
+        return data, None
+    if isinstance(data, bytes):
+        if b"\0" in data[:4096]:
+            return data, None
+        data = data.decode("utf-8", errors="replace")
+    from ptxforge.reports.analyze_compile import start_early
+
+    return data, start_early(data, args.arch, request, explain)
+
+
+def _run_cache(args) -> int:
+    """A Triton cache folder: every kernel in it."""
+    from ptxforge.frontends import triton_cache
+
+    if not triton_cache.scan(args.file):
+        raise InputError(f"{args.file!r} is a directory with no Triton cache in it "
+                         "(HASH/NAME.ptx with NAME.json): analyze reads one PTX or cubin "
+                         "file, or a Triton cache; check and diff read folders of PTX")
+    cached = triton_cache.analyze_cache(args.file, kernel=args.kernel, target=args.arch,
+                                        compile=not args.no_compile)
+    emit(args, [r.to_dict(args.top) for r in cached] if args.json else None,
+         lambda: "\n".join(r.to_text(args.top, args.by) for r in cached))
     return EXIT_OK
 
 

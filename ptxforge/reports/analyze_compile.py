@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Optional
 import attrs
 
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
-from ptxforge.ptx import ir
 
 if TYPE_CHECKING:
+    from ptxforge.ptx import ir
     from ptxforge.toolchain.compile import Compiled, CompileRequest
 
     from .gap import Gap
     from .sass_trace import PtxLines
 
-__all__ = ["EarlyCompile", "FUNC_NOTE", "CompiledResult", "CompiledSide", "SassGaps",
+__all__ = ["EarlyCompile", "FUNC_NOTE", "SUMMARY_ABOVE", "CompiledResult", "CompiledSide", "SassGaps",
            "early_compile", "function_build", "read_sass", "start_compile", "start_early"]
 
 
@@ -152,36 +152,66 @@ class CompiledSide:
         return SassGaps(res.compiled, module, ptx, entries, sass=res.sass, **known)
 
 
-def read_sass(compiled) -> tuple:
-    """``(SassLiveness, None)`` of a build's cubin, or ``(None, why it could not be read)``."""
+def read_sass(compiled, started=None) -> tuple:
+    """``(SassLiveness, None)`` of a build's cubin, or ``(None, why it could not be read)``;
+    ``started``: nvdisasm's life-range listing already running on it (see :func:`_build`)."""
     from ptxforge.toolchain.sass import sass_liveness
 
     try:
-        return sass_liveness(compiled), None
+        return sass_liveness(compiled, started=started), None
     except BackendUnavailableError as exc:
         return None, f"nvdisasm is unavailable ({str(exc).splitlines()[0]})"
     except PtxforgeError as exc:
         return None, f"the SASS could not be read ({str(exc).splitlines()[0]})"
+    finally:
+        if started is not None:     # read, or not wanted after an error: its files go
+            started.discard()
 
 
 def _constant_banks(compiled) -> dict:
     """``{function: (bytes of constant bank 0, parameter bytes)}`` from the cubin (the log
     omits ``cmem[0]`` on sm_90 and newer, and never gives the parameter bytes)."""
-    from .cubin import param_bytes
-
     try:
         info = compiled.cubin_info()
     except PtxforgeError:
         return {}
-    return {} if info is None else {k.name: (k.constant0, param_bytes(k)) for k in info.kernels}
+    return {} if info is None else {k.name: (k.constant0, k.param_bytes) for k in info.kernels}
 
 
-def _build(request: CompileRequest, source, tgt: str, options, prefetch: bool
-           ) -> CompiledResult:
+def _build(request: CompileRequest, source, tgt: str, options, prefetch) -> CompiledResult:
+    """The compile on its thread; ``prefetch`` (a bool, or a function asked once when the cubin
+    exists) says whether to read the SASS at once."""
     from ptxforge.toolchain.modes import relocatable_notes
 
-    compiled = request.compile(source, tgt, options)
-    sass = read_sass(compiled) if prefetch and compiled.cubin is not None else None
+    if not prefetch:
+        compiled = request.compile(source, tgt, options)
+        sass = None
+    else:   # nvdisasm starts the moment ptxas has written the cubin, not after its log is read
+        from ptxforge.toolchain.backends import when_cubin_written
+        from ptxforge.toolchain.nvdisasm import start
+
+        decided: list = []
+        started: list = []
+
+        def wanted() -> bool:
+            if not decided:
+                decided.append(bool(prefetch()) if callable(prefetch) else True)
+            return decided[0]
+
+        def written(path: str) -> None:
+            if wanted():
+                started.append(start(None, path))
+
+        try:
+            with when_cubin_written(written):
+                compiled = request.compile(source, tgt, options)
+        except BaseException:
+            _discard(started)
+            raise
+        # the last cubin written is the build's (a retry in relocatable mode writes a second)
+        _discard(started[:-1])
+        early = started[-1] if started else None
+        sass = read_sass(compiled, early) if compiled.cubin is not None and wanted() else None
     notes = relocatable_notes(compiled, source, tgt) if compiled.mode == "relocatable" else {}
     return CompiledResult(compiled=compiled, mode_notes=notes, sass=sass)
 
@@ -200,9 +230,16 @@ def start_compile(source, request: Optional[CompileRequest], tgt: str, chosen: l
                   lambda options: prune_to(options, chosen, module))
 
 
-def _start(source, request: Optional[CompileRequest], tgt: str, prefetch: bool,
+def _discard(started: list) -> None:
+    for run in started:
+        if run is not None:
+            run.discard()
+
+
+def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
            prune=lambda options: options) -> CompiledSide:
-    """The compile of :func:`start_compile` and :func:`start_early` on its thread."""
+    """The compile of :func:`start_compile` and :func:`start_early` on its thread
+    (``prefetch``: see :func:`_build`)."""
     from ptxforge.toolchain.compile import CompileRequest
 
     request = request or CompileRequest()
@@ -212,6 +249,10 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch: bool,
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool)
 
+
+#: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all), so
+#: it reads no SASS at once.
+SUMMARY_ABOVE = 20
 
 #: PTX up to this size starts compiling before it is parsed (see :func:`start_early`): a file
 #: this small never needs the kernel pool, which must fork before ptxas's thread starts.
@@ -242,7 +283,7 @@ def start_early(text: str, target, request: Optional[CompileRequest], explain: O
     :class:`~ptxforge.reports.run_options.RunOptions` ``started``."""
     import re
 
-    from .resources import resolve_target
+    from ptxforge.arch.targets import resolve_target
 
     if len(text) > EARLY_BYTES:
         return None
@@ -250,8 +291,6 @@ def start_early(text: str, target, request: Optional[CompileRequest], explain: O
     tgt = resolve_target(target, declared.group(1) if declared else None)[0]
     entries = len(re.findall(r"\.entry\s", text))
     if explain is None:
-        from .analyze_text import SUMMARY_ABOVE
-
         explain = entries <= SUMMARY_ABOVE
     return EarlyCompile(side=_start(text, request, tgt, bool(explain and entries)), target=tgt,
                         text=text, request=request)

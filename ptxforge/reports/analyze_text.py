@@ -16,6 +16,7 @@ from ptxforge._text import short_path as _short_path
 from ptxforge._text import table, wrap
 from ptxforge.ptx.demangle import display_name
 
+from .analyze_compile import SUMMARY_ABOVE
 from .names import short_label as _short_label
 from .names import short_labels, title_lines
 from .resources import stack_text
@@ -478,10 +479,6 @@ def _stack_cell(k: "KernelAnalysis"):
     if k.stats is not None:
         return stack_text(k.stats)
     return f"{k.local_bytes} (PTX)" if k.local_bytes else None
-
-
-#: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all).
-SUMMARY_ABOVE = 20
 
 
 def render_module(m: "ModuleAnalysis", top: int = 10, by: str = "line",

@@ -58,17 +58,9 @@ def _product(dims) -> Optional[int]:
     return math.prod(dims) if dims else None
 
 
-def _record(kernel, name: str):
-    for r in kernel.records:
-        if r.name == name:
-            return r
-    return None
-
-
 def param_bytes(kernel) -> Optional[int]:
     """Bytes of kernel parameters in constant bank 0 (EIATTR_CBANK_PARAM_SIZE), or None."""
-    r = _record(kernel, "CBANK_PARAM_SIZE")
-    return r.value if r is not None and isinstance(r.value, int) else None
+    return kernel.param_bytes
 
 
 def is_entry(kernel) -> bool:

@@ -24,11 +24,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional
 
 from ptxforge.arch.occupancy import KernelLimits, arch_props, register_cliffs, unknown_arch_reason
 from ptxforge.arch.ptxas_model import REGISTER_LIMIT
-from ptxforge.arch.targets import target as as_target
+from ptxforge.arch.targets import DEFAULT_ARCH, resolve_target
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 from ptxforge.ptx.layout import var_size
@@ -42,7 +42,6 @@ __all__ = ["DEFAULT_ARCH", "DEFAULT_BLOCK", "MAX_REGISTERS", "static_shared_byte
            "PTXAS_JSON_KEYS", "ptxas_fields", "stack_text"]
 
 #: The target analysed when neither ``target`` (``--arch``) nor a known ``.target`` says one.
-DEFAULT_ARCH = "sm_80"
 #: Threads per block when neither ``block`` nor the kernel's launch bounds say one.
 DEFAULT_BLOCK = 256
 #: Registers a thread can have on every target ptxforge knows (sm_70 … sm_121).
@@ -124,25 +123,6 @@ def resolve_block(kernel: ir.Kernel, block: Optional[int]) -> tuple:
         if n is not None and 1 <= n <= 1024:
             return n, name
     return DEFAULT_BLOCK, "default"
-
-
-def resolve_target(target: Optional[Union[str, int]], ptx_target: Optional[str]) -> tuple:
-    """``(target, source, note)``: ``target`` when given (source ``"given"``); else the PTX's
-    own ``.target`` when ptxforge knows it (``"target"``); else :data:`DEFAULT_ARCH`
-    (``"default"``) with a note saying why."""
-    if target is not None:
-        return as_target(target).name, "given", None
-    word = (ptx_target or "").split(",")[0].strip()
-    if not word:
-        return DEFAULT_ARCH, "default", (f"the PTX has no .target: analysed for {DEFAULT_ARCH}"
-                                         " (pass --arch to choose)")
-    try:
-        tgt = as_target(word)
-    except PtxforgeError:
-        return DEFAULT_ARCH, "default", (f"the PTX's .target {word} is not a target ptxforge "
-                                         f"knows: analysed for {DEFAULT_ARCH} (pass --arch to "
-                                         "choose)")
-    return tgt.name, "target", None
 
 
 def register_limit(target: str) -> int:

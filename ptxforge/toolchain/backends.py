@@ -8,12 +8,14 @@ driver or GPU only loses the backends that need them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -36,6 +38,7 @@ __all__ = [
     "RawResult",
     "find_ptxas",
     "ptxas_version",
+    "when_cubin_written",
 ]
 
 BACKEND_NAMES = ("nvjitlink", "ptxas", "driver")
@@ -303,6 +306,30 @@ def _describe(exe: str) -> str:
     return f"ptxas {'.'.join(map(str, ptxas_version(exe)))} ({exe})"
 
 
+_CUBIN_WRITTEN = threading.local()
+
+
+@contextlib.contextmanager
+def when_cubin_written(callback):
+    """Within this block, on this thread, ``callback(path)`` runs the moment a ptxas executable
+    has written a cubin at ``path``, before anything else reads it (the file is removed once
+    the compile returns: a callback that wants it later links or copies it).  ``analyze``
+    starts nvdisasm there, so nothing of the compile's own work delays it.
+
+    Example::
+
+        >>> with when_cubin_written(print):                               # doctest: +SKIP
+        ...     PtxasBackend().compile(ptx, "sm_80", CompileOptions())
+        /tmp/ptxforge-x1y2/kernel.cubin
+    """
+    before = getattr(_CUBIN_WRITTEN, "callback", None)
+    _CUBIN_WRITTEN.callback = callback
+    try:
+        yield
+    finally:
+        _CUBIN_WRITTEN.callback = before
+
+
 def _run_to_files(cmd: list, folder: str) -> tuple:
     """Run ``cmd`` with its output in files under ``folder``: ``(exit status, stdout then
     stderr)``.  Files, not pipes: the waiting thread sleeps in one ``waitpid`` and wants the
@@ -388,6 +415,9 @@ class PtxasBackend(Backend):
                     raise BackendUnavailableError(
                         f"ptxas backend: {exe} exited 0 but wrote no cubin; expected a ptxas "
                         "executable (is it ptxas?)")
+                hook = getattr(_CUBIN_WRITTEN, "callback", None)
+                if hook is not None:
+                    hook(out)
                 with open(out, "rb") as fh:
                     cubin = fh.read()
                 return RawResult(backend=self.name, target=target, cubin=cubin, log=log,

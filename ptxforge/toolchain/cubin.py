@@ -102,6 +102,14 @@ class CubinKernel:
     callees: tuple = ()                    # functions it calls directly (or may call indirectly)
 
     @property
+    def param_bytes(self) -> Optional[int]:
+        """Bytes of kernel parameters in constant bank 0 (EIATTR_CBANK_PARAM_SIZE), or None."""
+        for r in self.records:
+            if r.name == "CBANK_PARAM_SIZE":
+                return r.value if isinstance(r.value, int) else None
+        return None
+
+    @property
     def call_stack_known(self) -> bool:
         """False when ptxas could not bound the call graph's stack (recursion)."""
         return self.min_stack_size != UNKNOWN_STACK

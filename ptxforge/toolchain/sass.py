@@ -31,23 +31,20 @@ Example::
 from __future__ import annotations
 
 import concurrent.futures
-import functools
-import glob
 import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Sequence
 
 import attrs
 
-from ptxforge.errors import BackendUnavailableError, PtxforgeError
+from ptxforge.errors import PtxforgeError
 
 from .compile import Compiled
 from .cubin import CubinInfo, read_cubin
+from .nvdisasm import LIFE_RANGES, NVDISASM_ENV, Started, find_nvdisasm, nvdisasm_version
+from .nvdisasm import run as _run
 from .sass_lines import LineTableUnsupported, function_lines, read_line_tables
 from .sass_listing import SourceLine, parse_life_ranges, parse_line_annotations
 
@@ -55,10 +52,6 @@ __all__ = ["NVDISASM_ENV", "find_nvdisasm", "nvdisasm_version", "register_name",
            "SassInstruction", "SassPeak", "SassFunction", "SassLiveness", "sass_liveness",
            "parse_sass", "SourceLine"]
 
-#: Environment variable naming the nvdisasm executable, or a folder to search (alone).
-NVDISASM_ENV = "PTXFORGE_NVDISASM"
-_INSTALL = ("install it with `pip install nvidia-cuda-nvdisasm` (or `pip install "
-            "'ptxforge[sass]'`), or point $PTXFORGE_NVDISASM at an nvdisasm executable")
 _PREFIX = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
 _CALL = re.compile(r"^(?:@!?U?P\w+\s+)?CALL\b")
 
@@ -67,134 +60,6 @@ def register_name(group: str, index: int) -> str:
     """``R5``, ``P0``, ``UR4``, ``UP1`` (another file: ``GROUP[3]``)."""
     p = _PREFIX.get(group)
     return f"{p}{index}" if p else f"{group}[{index}]"
-
-
-# --- finding and running nvdisasm ------------------------------------------------------------
-
-def _in_dir(d: str) -> list:
-    return [str(Path(d) / "nvdisasm"), str(Path(d) / "bin" / "nvdisasm")]
-
-
-def _wheel_candidates() -> list:
-    """nvdisasm inside NVIDIA wheels: ``nvidia/cu13/bin`` (CUDA 13), ``nvidia/cuda_nvdisasm/bin``
-    and ``nvidia/cuda_nvcc/bin`` (CUDA 12 layouts), any other ``nvidia/*/bin``."""
-    try:
-        import nvidia  # namespace package of the NVIDIA wheels
-        roots = sorted(getattr(nvidia, "__path__", []))
-    except ImportError:
-        roots = []
-    order = {"cu13": 0, "cuda_nvdisasm": 1, "cuda_nvcc": 2}
-    out = []
-    for root in roots:
-        found = glob.glob(os.path.join(root, "*", "bin", "nvdisasm"))
-        out += sorted(found, key=lambda p: (order.get(Path(p).parent.parent.name, 9), p))
-    return out
-
-
-def _pathfinder_candidate() -> list:
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
-        found = find_nvidia_binary_utility("nvdisasm")
-    except Exception:  # not installed, too old, or it failed: the other places still count
-        return []
-    return [found] if found else []
-
-
-def _default_candidates():
-    """The wheels, cuda.pathfinder, PATH, $CUDA_HOME and $CUDA_PATH, in that order; each
-    place looked at only when the ones before it had no nvdisasm (cuda.pathfinder's import
-    costs more than a small file's analysis)."""
-    yield from _wheel_candidates()
-    yield from _pathfinder_candidate()
-    which = shutil.which("nvdisasm")
-    if which:
-        yield which
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            yield str(Path(os.environ[var]) / "bin" / "nvdisasm")
-
-
-def _usable(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def find_nvdisasm(search_dirs: Optional[Sequence[Union[str, os.PathLike]]] = None) -> str:
-    """The nvdisasm executable to use.
-
-    ``search_dirs`` given: only ``DIR/nvdisasm`` and ``DIR/bin/nvdisasm`` of those.  Else
-    ``$PTXFORGE_NVDISASM`` (an executable, or a folder searched alone), then the NVIDIA
-    wheels, ``cuda.pathfinder``, ``PATH``, ``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``.
-    Raises :class:`~ptxforge.errors.BackendUnavailableError` saying what to install.
-
-    Example::
-
-        >>> find_nvdisasm()                      # doctest: +SKIP
-        '/venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm'
-    """
-    env = os.environ.get(NVDISASM_ENV)
-    cands: Iterable[str]
-    if search_dirs is not None:
-        dirs = [os.fspath(d) for d in search_dirs]
-        cands, where = [c for d in dirs for c in _in_dir(d)], f"in {', '.join(dirs) or '(none)'}"
-    elif env and os.path.isdir(env):
-        cands, where = _in_dir(env), f"in ${NVDISASM_ENV}={env}"
-    elif env:
-        if not _usable(env):
-            raise BackendUnavailableError(f"${NVDISASM_ENV}={env} is not an executable file; "
-                                          f"expected the path of nvdisasm; {_INSTALL}")
-        return env
-    else:
-        cands = _default_candidates()
-        where = "in the NVIDIA wheels (nvidia/*/bin), cuda.pathfinder, PATH, $CUDA_HOME, $CUDA_PATH"
-    for c in cands:
-        if _usable(c):
-            return c
-    raise BackendUnavailableError(f"sass: nvdisasm not found {where}; {_INSTALL}")
-
-
-@functools.lru_cache(maxsize=8)
-def nvdisasm_version(path: str) -> str:
-    """``"13.5"`` from ``nvdisasm --version`` (``"?"`` when it does not say; remembered per
-    file: :mod:`.tool_facts`)."""
-    from .tool_facts import remembered
-
-    return str(remembered(path, "nvdisasm --version", lambda: _ask_version(path)))
-
-
-def _ask_version(path: str) -> str:
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True,
-                             timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-    m = re.search(r"release (\d+\.\d+)", out)
-    return m.group(1) if m else "?"
-
-
-def _run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
-    """nvdisasm's standard output for ``flags`` on ``cubin``; PtxforgeError with its message."""
-    with tempfile.TemporaryDirectory(prefix="ptxforge-sass-") as d:
-        path = os.path.join(d, "module.cubin")
-        with open(path, "wb") as fh:
-            fh.write(cubin)
-        try:
-            res = subprocess.run([tool, *flags, path], capture_output=True, text=True,
-                                 timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise BackendUnavailableError(f"sass: could not run {tool}: {exc}; {_INSTALL}") \
-                from None
-    if res.returncode != 0:
-        msg = (res.stderr or res.stdout).strip().replace(path, "<cubin>")
-        hint = ""
-        m = re.search(r'architecture "?SM_?(\d+)', msg, re.I)
-        if m or "arch" in msg.lower():
-            which = f"sm_{m.group(1)}" if m else "this cubin's architecture"
-            hint = (f"\nhint: this nvdisasm ({nvdisasm_version(tool)}) does not read {which}; "
-                    "nvdisasm 13 reads sm_75 and newer, a CUDA 12 nvdisasm also sm_50 … sm_72 "
-                    f"(point ${NVDISASM_ENV} at one)")
-        raise PtxforgeError(f"sass: nvdisasm {' '.join(flags)} failed on the cubin "
-                            f"(exit {res.returncode}): {msg or 'no message'}{hint}")
-    return res.stdout
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -486,29 +351,37 @@ def _functions(parsed: Sequence, source_of, ptx_of, texts: dict, regs: dict, cal
     return tuple(functions)
 
 
-def sass_liveness(cubin, *, nvdisasm: Optional[str] = None, line_info: bool = True
-                  ) -> SassLiveness:
+def sass_liveness(cubin, *, nvdisasm: Optional[str] = None, line_info: bool = True,
+                  started: Optional[Started] = None) -> SassLiveness:
     """Per-instruction physical register liveness of every function in ``cubin`` (bytes,
     a :class:`~ptxforge.toolchain.compile.Compiled` or a path), read with nvdisasm.
 
     ``nvdisasm`` pins the executable (default :func:`find_nvdisasm`); ``line_info=False``
-    skips the source/PTX line runs.  Raises :class:`~ptxforge.errors.PtxforgeError` for
-    bytes that are not a cubin or output it cannot read, and
-    :class:`~ptxforge.errors.BackendUnavailableError` when nvdisasm is missing.
+    skips the source/PTX line runs; ``started``: the life-range listing already running on
+    this cubin (:func:`ptxforge.toolchain.nvdisasm.start` with ``LIFE_RANGES``, e.g. started
+    the moment ptxas wrote it), whose output is read instead of running nvdisasm again.
+    Raises :class:`~ptxforge.errors.PtxforgeError` for bytes that are not a cubin or output
+    it cannot read, and :class:`~ptxforge.errors.BackendUnavailableError` when nvdisasm is
+    missing.
     """
     data = _cubin_bytes(cubin)
     info = _read(data)
-    tool = nvdisasm or find_nvdisasm()
+    if started is not None and started.flags != LIFE_RANGES:
+        raise ValueError(f"sass_liveness: started must run {LIFE_RANGES}, got {started.flags}")
+    tool = started.tool if started is not None else nvdisasm or find_nvdisasm()
     names = {s.name for s in info.sections}
-    run = ("-c", "--life-range-mode", "narrow")
     has_lines = line_info and bool(names & {".debug_line", ".nv_debug_line_sass"})
     tables = _line_tables(data, info) if has_lines else None
     if has_lines and tables is None:     # one more run prints both kinds of line
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            text, lines = [f.result() for f in [pool.submit(_run, tool, data, r)
-                                                for r in (run, ("-c", "-gi", "-gp"))]]
+            runs = [pool.submit(_run, tool, data, ("-c", "-gi", "-gp"))]
+            if started is None:
+                runs.append(pool.submit(_run, tool, data, LIFE_RANGES))
+            text = started.output() if started is not None else runs[1].result()
+            lines = runs[0].result()
     else:
-        text, lines = _run(tool, data, run), ""
+        text = started.output() if started is not None else _run(tool, data, LIFE_RANGES)
+        lines = ""
     texts = _ptx_texts(data, info)
     regcounts = {k.name: k.registers for k in info.kernels}
     if tables is not None:
