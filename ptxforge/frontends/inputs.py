@@ -107,13 +107,17 @@ def _read(path: str) -> bytes:
 
 
 def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
-         cu_flags: Sequence[str] = (), reads: tuple = DETAILS, jobs: Optional[int] = 1) -> Input:
-    from ptxforge.reports.analyze import RunOptions, analyze_ptx
-
+         cu_flags: Sequence[str] = (), reads: tuple = DETAILS, jobs: Optional[int] = 1,
+         ahead: Optional[tuple] = None) -> Input:
+    """One file's :class:`Input`; ``ahead``: ``(text, EarlyCompile)`` of a PTX file whose
+    compile :func:`_in_turn` started already."""
     if kind == "triton":
         res, text = triton_cache.analyze_entry(what, compile=compile, target=spec.target)
         return Input(path=what.ptx_path, kind=kind, rel=rel, analysis=res,
                      figures=kernel_figures(res, text, "triton"))
+    if ahead is not None:
+        text, started = ahead
+        return _ptx_input(text, what, rel, spec, compile, reads, jobs, started)
     data = _read(what)
     if kind == "cubin":
         from ptxforge.reports.cubin import analyze_cubin
@@ -122,9 +126,16 @@ def _one(kind: str, what, rel: str, spec: LaunchSpec, compile: bool,
         return Input(path=what, kind=kind, rel=rel, analysis=res, figures=kernel_figures(res))
     text = (compile_cuda(data, what, spec.target, cu_flags) if kind == "cu"
             else data.decode("utf-8", errors="replace"))
+    return _ptx_input(text, what, rel, spec, compile, reads, jobs, None, kind)
+
+
+def _ptx_input(text: str, what: str, rel: str, spec: LaunchSpec, compile: bool, reads: tuple,
+               jobs: Optional[int], started, kind: str = "ptx") -> Input:
+    from ptxforge.reports.analyze import RunOptions, analyze_ptx
+
     try:
         res = analyze_ptx(text, what, spec, compile=compile,
-                          run=RunOptions(jobs=jobs, parts=parts_for(reads)))
+                          run=RunOptions(jobs=jobs, parts=parts_for(reads), started=started))
     except NoKernelError:   # globals only: a build folder has such files; listed, not fatal
         return Input(path=what, kind=kind, rel=rel, analysis=None, figures=(), no_kernel=True)
     return Input(path=what, kind=kind, rel=rel, analysis=res,
@@ -177,7 +188,7 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
     tasks = [(kind, what, rel, spec, compile, tuple(cu_flags), tuple(reads)) for path in paths
              for kind, what, rel in expand(path)]
     if (default_jobs() if jobs is None else jobs) <= 1 or len(tasks) < 2:
-        results = [_one_or_error(t, jobs, keep_going) for t in tasks]  # one file: its kernels
+        results = list(_in_turn(tasks, jobs, keep_going))  # one file: its kernels
     else:                                                               # in parallel
         results = ordered_map(_one_in_worker, tasks, jobs)
     out = []
@@ -190,11 +201,38 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
     return tuple(out)
 
 
-def _one_or_error(task: tuple, jobs: Optional[int], keep_going: bool):
+def _in_turn(tasks: list, jobs: Optional[int], keep_going: bool):
+    """:func:`_one_or_error` of each task in turn, in this process, with the next PTX file's
+    compile started before this one is analysed: ptxas works on file N + 1 while the analysis
+    of file N runs, as it does beside the parse of one file."""
+    ahead = _start_ahead(tasks[0]) if tasks else None
+    for i, task in enumerate(tasks):
+        mine, ahead = ahead, (_start_ahead(tasks[i + 1]) if i + 1 < len(tasks) else None)
+        yield _one_or_error(task, jobs, keep_going, mine)
+
+
+def _start_ahead(task: tuple) -> Optional[tuple]:
+    """``(text, EarlyCompile)`` of a PTX task that compiles, ptxas started on it; None for
+    other tasks and for a file that cannot be read (its own turn reports that)."""
+    kind, what, _, spec, compile, _, _ = task
+    if kind != "ptx" or not compile:
+        return None
+    from ptxforge.reports.analyze_compile import start_early
+
+    try:
+        text = _read(what).decode("utf-8", errors="replace")
+        started = start_early(text, spec.target, None, False)
+    except PtxforgeError:
+        return None
+    return None if started is None else (text, started)
+
+
+def _one_or_error(task: tuple, jobs: Optional[int], keep_going: bool,
+                  ahead: Optional[tuple] = None):
     """:func:`_one` in this process: the Input, or (``keep_going``) the error's message."""
     kind, what, rel, spec, compile, cu_flags, reads = task
     try:
-        return _one(kind, what, rel, spec, compile, cu_flags, reads, jobs=jobs)
+        return _one(kind, what, rel, spec, compile, cu_flags, reads, jobs=jobs, ahead=ahead)
     except PtxforgeError as exc:
         if not keep_going:
             raise

@@ -148,3 +148,44 @@ def test_without_a_budget_file_no_full_name_is_demangled(build):
     assert all((n, True) in demangle._MEMO for n in mangled)     # the table's short names
     assert not any((n, False) in demangle._MEMO for n in mangled)
     assert any(demangle.display_name(n) in text for n in mangled)
+
+
+def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(build, monkeypatch):
+    """With ``jobs=1`` ptxas compiles file N + 1 while file N is analysed: every file's
+    compile starts once, in order, before the analysis of the file before it; the figures are
+    those of the worker processes."""
+    from ptxforge.reports import analyze, analyze_compile
+
+    paths = sorted(build.glob("*.ptx"))
+    name = {p.read_text(): p.name for p in paths}
+    events: list = []
+    start, analyse = analyze_compile.start_early, analyze.analyze_ptx
+    monkeypatch.setattr(analyze_compile, "start_early", lambda text, *rest: events.append(
+        ("start", name[text])) or start(text, *rest))
+    monkeypatch.setattr(analyze, "analyze_ptx", lambda text, *rest, **kw: events.append(
+        ("analyse", name[text])) or analyse(text, *rest, **kw))
+    units = collect([str(build)], jobs=1, reads=())
+    assert [n for kind, n in events if kind == "start"] == [p.name for p in paths]
+    for k, p in enumerate(paths[:-1]):    # file k + 1 compiles while file k is analysed
+        assert events.index(("start", paths[k + 1].name)) < events.index(("analyse", p.name))
+    monkeypatch.undo()
+    apart = collect([str(build)], jobs=2, reads=())
+    assert [u.figures for u in units] == [u.figures for u in apart]
+    assert without_kernels(units) == [str(build / "globals_only.ptx")]
+    assert sum(len(u.figures) for u in units) >= 8
+
+
+def test_one_job_reports_a_file_ptxas_refuses_between_two_good_ones(tmp_path):
+    """The compile started ahead fails in its own file's turn: that file is not checked, the
+    others are."""
+    good = GLOBALS_ONLY.replace(".global .align 4 .u32 table[4] = {1, 2, 3, 4};",
+                                ".visible .entry k(.param .u64 p) { ret; }")
+    (tmp_path / "a.ptx").write_text(good)
+    # parses, but sm_80 has no setmaxnreg: ptxas refuses it
+    refused = good.replace("ret;", "setmaxnreg.inc.sync.aligned.u32 64; ret;")
+    (tmp_path / "b.ptx").write_text(refused)
+    (tmp_path / "c.ptx").write_text(good)
+    units = collect([str(tmp_path)], jobs=1, reads=(), keep_going=True)
+    assert [u.error is None for u in units] == [True, False, True]
+    assert "ptxas could not compile" in units[1].error and "setmaxnreg" in units[1].error
+    assert [len(u.figures) for u in units] == [1, 0, 1]
