@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from typing import TYPE_CHECKING, Optional
 
@@ -27,6 +26,8 @@ import attrs
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     from ptxforge.ptx import ir
     from ptxforge.toolchain.compile import Compiled, CompileRequest
 
@@ -246,6 +247,8 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
     # line info for the SASS trace: it does not change the code (tests/reports/
     # test_analyze_gap.py checks every corpus kernel's SASS and registers)
     options = attrs.evolve(prune(request.options), line_info=True)
+    import concurrent.futures  # not at import: analyze --no-compile reads SUMMARY_ABOVE here
+
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool)
 

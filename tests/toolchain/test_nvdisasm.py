@@ -16,9 +16,10 @@ from ptxforge.dsl import kernels
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.emit import emit
 from ptxforge.reports.analyze_compile import start_early
+from ptxforge.toolchain import sass as sass_module
 from ptxforge.toolchain.backends import PtxasBackend, when_cubin_written
 from ptxforge.toolchain.compile import CompileOptions, compile_ptx
-from ptxforge.toolchain.nvdisasm import LIFE_RANGES, find_nvdisasm, run, start
+from ptxforge.toolchain.nvdisasm import LIFE_RANGES, start
 from ptxforge.toolchain.sass import sass_liveness
 
 
@@ -58,28 +59,19 @@ def test_the_hook_sees_the_cubin_ptxas_wrote_once_and_only_inside_its_block(real
     assert len(seen) == 2
 
 
-def test_a_started_run_prints_what_run_prints_and_cleans_up(real_tools):
-    runs: list = []
-    with when_cubin_written(lambda path: runs.append(start(None, path))):
-        compiled = compile_ptx(_ptx(), "sm_80", backend="ptxas")
-    (started,) = runs
-    assert started is not None and started.flags == LIFE_RANGES
-    text = started.output()
-    assert text == run(find_nvdisasm(), compiled.cubin, LIFE_RANGES)
-    assert "block_reduce_sum" in text and "// +" in text     # the life-range table's border
-    assert _leftovers(real_tools) == []
-
-
-def test_sass_liveness_reads_a_started_run_as_it_reads_its_own(real_tools):
+def test_a_started_run_is_read_as_sass_liveness_reads_its_own_and_cleans_up(real_tools,
+                                                                          monkeypatch):
     runs: list = []
     with when_cubin_written(lambda path: runs.append(start(None, path))):
         compiled = compile_ptx(_ptx(), "sm_80", backend="ptxas", line_info=True)
-    early = sass_liveness(compiled, started=runs[0])
-    late = sass_liveness(compiled)
-    assert early == late
-    f = early.function("block_reduce_sum")
-    assert f.peak().count > 0 and early.regcount("block_reduce_sum") == \
-        compiled["block_reduce_sum"].registers
+    (started,) = runs
+    assert started is not None and started.flags == LIFE_RANGES
+    early = sass_liveness(compiled, started=started)
+    assert _leftovers(real_tools) == []
+    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "disk")   # the reference: nvdisasm run after
+    assert early == sass_liveness(compiled)
+    assert early.function("block_reduce_sum").peak().count > 0
+    assert early.regcount("block_reduce_sum") == compiled["block_reduce_sum"].registers
 
 
 def test_sass_liveness_refuses_a_started_run_of_other_flags(real_tools):
@@ -112,17 +104,17 @@ def test_start_without_nvdisasm_is_none(real_tools, monkeypatch):
 
 def test_the_early_compile_reads_the_sass_it_started_and_leaves_no_files(real_tools,
                                                                         monkeypatch):
-    from ptxforge.toolchain import sass as sass_module
-
     later: list = []    # nvdisasm runs made after the compile returned
+    memo = sass_module._run
     monkeypatch.setattr(sass_module, "_run", lambda tool, data, flags: later.append(flags)
-                        or run(tool, data, flags))
+                        or memo(tool, data, flags))
     early = start_early(_ptx(), None, None, explain=True)
     result = early.side.result()
     sass, why = result.sass
     assert why is None and sass is not None
     assert LIFE_RANGES not in later     # the listing came from the run started at the cubin
-    assert sass == sass_liveness(result.compiled)
+    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "disk")
+    assert sass == sass_liveness(result.compiled) and LIFE_RANGES in later
     assert sass.regcount("block_reduce_sum") == result.compiled["block_reduce_sum"].registers
     assert _leftovers(real_tools) == []
 
