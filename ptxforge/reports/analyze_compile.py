@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import TYPE_CHECKING, Optional
 
@@ -136,11 +137,16 @@ class CompiledSide:
     """The compile running in the background (see the module docstring)."""
 
     def __init__(self, future: concurrent.futures.Future,
-                 pool: concurrent.futures.ThreadPoolExecutor) -> None:
-        self._future, self._pool = future, pool
+                 pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool = False) -> None:
+        self._future, self._pool, self._prefetch = future, pool, prefetch
 
     def result(self) -> CompiledResult:
-        """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here."""
+        """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here.
+        While a compile that reads the SASS at once still runs, the modules that explain the
+        gaps are imported first (the wait would otherwise idle)."""
+        if self._prefetch and not self._future.done():
+            for name in _SASS_READERS:
+                importlib.import_module(name)
         try:
             return self._future.result()
         finally:
@@ -151,6 +157,11 @@ class CompiledSide:
         dicts the analysis computed already)."""
         res = self.result()
         return SassGaps(res.compiled, module, ptx, entries, sass=res.sass, **known)
+
+
+#: What explaining the gaps from the SASS imports (SassGaps, the report's display names).
+_SASS_READERS = ("ptxforge.ptx.itanium", "ptxforge.reports.sass", "ptxforge.reports.gap",
+                 "ptxforge.reports.sass_explain", "ptxforge.reports.sass_trace")
 
 
 def read_sass(compiled, started=None) -> tuple:
@@ -250,7 +261,8 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
     import concurrent.futures  # not at import: analyze --no-compile reads SUMMARY_ABOVE here
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool)
+    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool,
+                        bool(prefetch))
 
 
 #: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all), so
