@@ -26,7 +26,7 @@ from ptxforge.ptx import types as T
 
 from . import floats
 from .operands import Unsupported, reader, writer
-from .values import SINT, UINT, dtype_of
+from .values import SINT, UINT, dtype_of, spread
 
 __all__ = ["FAMILIES", "convert", "lanes_in", "lanes_out"]
 
@@ -105,7 +105,7 @@ def _arith(kind: str, nsrc: int):
             return floats.sqrt(args[0], target, mode)
 
         def run(m, idx):
-            vals = _ftz(d, ty, [np.broadcast_to(s(m, idx), idx.shape) for s in srcs])
+            vals = _ftz(d, ty, [spread(s(m, idx), idx.shape) for s in srcs])
             if half:
                 lanes = list(zip(*[lanes_in(v, ty) for v in vals]))
                 outs = [_sat(d, _half_op(kind, list(args))) for args in lanes]
@@ -139,7 +139,7 @@ def _unary(fn):
         put = writer(inst.operands[0], ty)
 
         def run(m, idx):
-            v = _ftz(d, ty, [np.broadcast_to(src(m, idx), idx.shape)])[0]
+            v = _ftz(d, ty, [spread(src(m, idx), idx.shape)])[0]
             with np.errstate(all="ignore"):
                 if ty.name in _HALF:
                     put(m, idx, lanes_out([fn(x) for x in lanes_in(v, ty)], ty))
@@ -161,7 +161,7 @@ def _minmax(pick):
         put = writer(inst.operands[0], ty)
 
         def run(m, idx):
-            a, b = (np.broadcast_to(s(m, idx), idx.shape) for s in srcs)
+            a, b = (spread(s(m, idx), idx.shape) for s in srcs)
             a, b = _ftz(d, ty, [a, b])
             la, lb = lanes_in(a, ty), lanes_in(b, ty)
             outs = []
@@ -230,7 +230,7 @@ def _build_setp(d, inst, symbols):
             av, bv = lanes_in(av, ty)[0], lanes_in(bv, ty)[0]
         elif d.has("ftz") and ty is T.f32:
             av, bv = _ftz(d, ty, [av, bv])
-        t = np.broadcast_to(compare(cmp, av, bv, ty), idx.shape)
+        t = spread(compare(cmp, av, bv, ty), idx.shape)
         p, q = t, ~t
         if combine is not None and c is not None:  # both set by a combining setp
             cv = c(m, idx)
@@ -349,7 +349,7 @@ def _build_cvt(d, inst, symbols):
     sat, ftz = d.has("sat"), d.has("ftz")
 
     def run(m, idx):
-        put(m, idx, np.broadcast_to(convert(get(m, idx), dst, src, mode, sat, ftz), idx.shape))
+        put(m, idx, spread(convert(get(m, idx), dst, src, mode, sat, ftz), idx.shape))
     return run
 
 
@@ -361,7 +361,7 @@ def _build_cvt_pack(d, inst, symbols, dst, src):
     relu = d.has("relu")
 
     def run(m, idx):
-        hi, lo = (np.broadcast_to(np.asarray(f(m, idx), np.float64), idx.shape) for f in (a, b))
+        hi, lo = (spread(np.asarray(f(m, idx), np.float64), idx.shape) for f in (a, b))
         if relu:
             hi, lo = np.maximum(hi, 0), np.maximum(lo, 0)
         put(m, idx, lanes_out([lo, hi], dst, mode))

@@ -21,7 +21,7 @@ import numpy as np
 from ptxforge.ptx import types as T
 
 from .operands import Unsupported, reader, writer
-from .values import SINT, UINT
+from .values import SINT, UINT, spread
 
 __all__ = ["FAMILIES", "wide_product", "bits_of", "as_type"]
 
@@ -115,7 +115,7 @@ def _carry_op(kind):
         ut = UINT[ty.bits]
 
         def run(m, idx):
-            a, b = (np.broadcast_to(bits_of(s(m, idx), ty), idx.shape) for s in srcs)
+            a, b = (spread(bits_of(s(m, idx), ty), idx.shape) for s in srcs)
             cf = m.cc[idx].astype(ut) if use_cf else np.zeros(idx.shape, ut)
             if kind in ("add", "addc"):
                 r = a + b + cf
@@ -148,7 +148,7 @@ def _build_mul(d, inst, symbols):
     hi = d.has("hi")
 
     def run(m, idx):
-        a, b = (np.broadcast_to(s(m, idx), idx.shape) for s in srcs)
+        a, b = (spread(s(m, idx), idx.shape) for s in srcs)
         lo_bits, hi_bits = wide_product(a, b, ty.bits, ty.is_signed)
         if wide:
             full = lo_bits.astype(UINT[ty.bits * 2]) | (hi_bits.astype(UINT[ty.bits * 2])
@@ -171,7 +171,7 @@ def _build_mad(d, inst, symbols):
     uo = UINT[out_ty.bits]
 
     def run(m, idx):
-        a, b, c = (np.broadcast_to(s(m, idx), idx.shape) for s in srcs)
+        a, b, c = (spread(s(m, idx), idx.shape) for s in srcs)
         lo_bits, hi_bits = wide_product(a, b, ty.bits, ty.is_signed)
         if wide:
             prod = lo_bits.astype(uo) | (hi_bits.astype(uo) << uo(ty.bits))
@@ -233,7 +233,7 @@ def _shift_types(ty):
 
 def _bfe(d, ty, a, pos, length):
     w = ty.bits
-    ub = np.broadcast_to(bits_of(a, ty).astype(np.uint64), np.broadcast(a, pos, length).shape)
+    ub = spread(bits_of(a, ty).astype(np.uint64), np.broadcast(a, pos, length).shape)
     pos = (np.asarray(pos).astype(np.uint64) & np.uint64(0xFF)).astype(np.int64)
     ln = (np.asarray(length).astype(np.uint64) & np.uint64(0xFF)).astype(np.int64)
     eff = np.clip(np.minimum(ln, w - pos), 0, w)

@@ -26,7 +26,7 @@ from ptxforge.ptx import types as T
 
 from .memory import CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, EmulationError
 from .operands import Unsupported, address, reader, writer
-from .values import UINT, dtype_of
+from .values import UINT, dtype_of, spread
 
 __all__ = ["FAMILIES", "atomic_apply", "SPACES"]
 
@@ -94,7 +94,7 @@ def _build_st(d, inst, symbols):
     at = inst.opcode
 
     def run(m, idx):
-        cols = [np.broadcast_to(np.asarray(s(m, idx)).astype(dt), idx.shape) for s in srcs]
+        cols = [spread(np.asarray(s(m, idx)).astype(dt), idx.shape) for s in srcs]
         data = np.ascontiguousarray(np.stack(cols, axis=1)).view(np.uint8)
         m.mem.store(space, addr(m, idx), idx, data.reshape(len(idx), -1), m.where(at))
     return run
@@ -107,7 +107,7 @@ def _build_mov(d, inst, symbols):
         return _build_pack(ty, dst, src, symbols)
     get = reader(src, ty, symbols)
     put = writer(dst, ty)
-    return lambda m, idx: put(m, idx, np.broadcast_to(get(m, idx), idx.shape))
+    return lambda m, idx: put(m, idx, spread(get(m, idx), idx.shape))
 
 
 def _build_pack(ty, dst, src, symbols):
@@ -155,7 +155,7 @@ def _build_cvta(d, inst, symbols):
     def run(m, idx):
         v = np.asarray(get(m, idx)).astype(np.uint64)
         v = v - np.uint64(base) if to else v + np.uint64(base)
-        put(m, idx, np.broadcast_to(v.astype(width), idx.shape))
+        put(m, idx, spread(v.astype(width), idx.shape))
     return run
 
 
@@ -224,8 +224,8 @@ def _build_atom(d, inst, symbols):
     def run(m, idx):
         where = m.where(at)
         addrs = addr(m, idx)
-        bv = np.broadcast_to(np.asarray(b(m, idx)).astype(dt), idx.shape)
-        cv = np.broadcast_to(np.asarray(c(m, idx)).astype(dt), idx.shape) if c else None
+        bv = spread(np.asarray(b(m, idx)).astype(dt), idx.shape)
+        cv = spread(np.asarray(c(m, idx)).astype(dt), idx.shape) if c else None
         old_out = np.zeros(idx.shape, dt)
         with np.errstate(all="ignore"):
             for name, sel, sub in m.mem._spaces(space, addrs):

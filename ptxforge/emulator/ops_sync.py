@@ -28,6 +28,7 @@ from ptxforge.ptx import types as T
 
 from .memory import EmulationError
 from .operands import Unsupported, address, reader, writer
+from .values import spread
 
 __all__ = ["FAMILIES", "cp_async_arrive", "pack", "unpack"]
 
@@ -111,7 +112,7 @@ def _build_mbarrier(d, inst, symbols):
         count = reader(ops[1], T.u32, symbols) if d.has("init") else None
 
         def init(m, idx):
-            n = np.broadcast_to(np.asarray(count(m, idx) if count else 0), idx.shape)
+            n = spread(np.asarray(count(m, idx) if count else 0), idx.shape)
             words = np.array([pack(int(c), int(c), 0, 0) for c in n], np.uint64)
             m.mem.store(space, addr(m, idx), idx, words.view(np.uint8).reshape(-1, 8),
                         m.where(at))
@@ -139,7 +140,7 @@ def _build_arrive(d, inst, symbols, space):
 
     def run(m, idx):
         where = m.where(at)
-        n = np.broadcast_to(np.asarray(arg(m, idx) if arg else 1), idx.shape).astype(np.int64)
+        n = spread(np.asarray(arg(m, idx) if arg else 1), idx.shape).astype(np.int64)
         bars = _Barriers(m, idx, addr(m, idx), space, where)
         tokens = np.zeros(len(idx), np.uint64)
         try:
@@ -177,7 +178,7 @@ def _build_wait(d, inst, symbols, space):
     def run(m, idx):
         words = m.mem.load(space, addr(m, idx), idx, 8, m.where(at)).view(np.uint64)[:, 0]
         phase = (words >> np.uint64(63)).astype(np.int64)
-        s = np.broadcast_to(np.asarray(state(m, idx)), idx.shape).astype(np.uint64)
+        s = spread(np.asarray(state(m, idx)), idx.shape).astype(np.uint64)
         waited = (s & np.uint64(1)) if parity else (s >> np.uint64(63))
         put(m, idx, phase != waited.astype(np.int64))
     return run

@@ -39,6 +39,7 @@ from ptxforge.ptx import types as T
 from .memory import EmulationError
 from .operands import Unsupported, address, reader, writer
 from .ops_sync import cp_async_arrive
+from .values import spread
 
 __all__ = ["FAMILIES", "fragment_coords", "MMA_SHAPES"]
 
@@ -148,7 +149,7 @@ def _build_mma(d, inst, symbols):
     a_ty, b_ty = ab
 
     def gather(getters, m, idx, w):
-        cols = [np.broadcast_to(np.asarray(g(m, idx)), idx.shape) for g in getters]
+        cols = [spread(np.asarray(g(m, idx)), idx.shape) for g in getters]
         return np.stack(cols, axis=-1).reshape(w, 32, len(getters))
 
     def run(m, idx):
@@ -215,8 +216,8 @@ def _lane_pairs(trans: bool):
     lane = np.arange(32)[:, None]
     k = np.arange(2)[None, :]
     if trans:
-        return 2 * (lane % 4) + k, np.broadcast_to(lane // 4, (32, 2))
-    return np.broadcast_to(lane // 4, (32, 2)), 2 * (lane % 4) + k
+        return 2 * (lane % 4) + k, spread(lane // 4, (32, 2))
+    return spread(lane // 4, (32, 2)), 2 * (lane % 4) + k
 
 
 def _build_ldmatrix(d, inst, symbols):
@@ -256,7 +257,7 @@ def _build_stmatrix(d, inst, symbols):
         w = _whole_warps(m, idx, "stmatrix")
         mats = np.zeros((w, num, 8, 8), np.uint16)
         for j, get in enumerate(gets):
-            v = np.broadcast_to(np.asarray(get(m, idx)), idx.shape).astype(np.uint32)
+            v = spread(np.asarray(get(m, idx)), idx.shape).astype(np.uint32)
             v = v.reshape(w, 32)
             mats[:, j][:, rows[:, 0], cols[:, 0]] = (v & 0xFFFF).astype(np.uint16)
             mats[:, j][:, rows[:, 1], cols[:, 1]] = (v >> 16).astype(np.uint16)
@@ -302,7 +303,7 @@ def _build_cp(d, inst, symbols):
         here = m.where(at)
         data = m.mem.load("global", src(m, idx), idx, size, here)
         if src_size is not None:
-            keep = np.broadcast_to(np.asarray(src_size(m, idx)), idx.shape).astype(np.int64)
+            keep = spread(np.asarray(src_size(m, idx)), idx.shape).astype(np.int64)
             data[np.arange(size)[None, :] >= keep[:, None]] = 0
         m.async_pending.append((idx.copy(), m.async_group[idx].copy(), dst(m, idx), data, here))
     return issue

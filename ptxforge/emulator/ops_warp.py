@@ -24,6 +24,7 @@ from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
 
 from .operands import Unsupported, reader, writer
+from .values import spread
 
 __all__ = ["FAMILIES", "shfl_lanes"]
 
@@ -65,12 +66,12 @@ def _build_shfl(d, inst, symbols):
 
     def run(m, idx):
         lane = m.lane[idx]
-        j, ok = shfl_lanes(mode, lane, np.broadcast_to(b(m, idx), idx.shape),
-                           np.broadcast_to(c(m, idx), idx.shape))
+        j, ok = shfl_lanes(mode, lane, spread(b(m, idx), idx.shape),
+                           spread(c(m, idx), idx.shape))
         src = m.warp_base[idx] + j
         valid = (j < m.warp_len[idx])
         src = np.where(valid, src, idx)
-        put(m, idx, np.broadcast_to(a(m, src), idx.shape))
+        put(m, idx, spread(a(m, src), idx.shape))
         if put_p is not None:
             put_p(m, idx, ok & valid)
     return run
@@ -102,7 +103,7 @@ def _members(m, idx, mask):
     lane = m.lane[idx]
     present = np.zeros((k, 32), bool)
     present[w, lane] = True
-    bits = np.broadcast_to(np.asarray(mask).astype(np.uint32), idx.shape)
+    bits = spread(np.asarray(mask).astype(np.uint32), idx.shape)
     sel = ((bits[:, None] >> _LANES) & np.uint32(1)).astype(bool) & present[w]
     return w, k, sel
 
@@ -123,7 +124,7 @@ def _build_vote(d, inst, symbols):
     put = writer(inst.operands[0], T.b32 if mode == "ballot" else T.pred)
 
     def run(m, idx):
-        p = np.broadcast_to(get(m, idx), idx.shape).astype(bool)
+        p = spread(get(m, idx), idx.shape).astype(bool)
         w, k, sel = _members(m, idx, mask(m, idx))
         votes = _table(w, k, m.lane[idx], p, bool)[w] & sel
         if mode == "ballot":
@@ -160,7 +161,7 @@ def _build_redux(d, inst, symbols):
              "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
 
     def run(m, idx):
-        v = np.broadcast_to(get(m, idx), idx.shape)
+        v = spread(get(m, idx), idx.shape)
         w, k, sel = _members(m, idx, mask(m, idx))
         rows = _table(w, k, m.lane[idx], v, v.dtype)[w]
         if op == "add":
@@ -187,7 +188,7 @@ def _build_match(d, inst, symbols):
     put_p = writer(pred, T.pred) if pred is not None else None
 
     def run(m, idx):
-        v = np.broadcast_to(get(m, idx), idx.shape)
+        v = spread(get(m, idx), idx.shape)
         w, k, sel = _members(m, idx, mask(m, idx))
         eq = (_table(w, k, m.lane[idx], v, v.dtype)[w] == v[:, None]) & sel
         out = (eq.astype(np.uint32) << _LANES).sum(axis=1, dtype=np.uint32)

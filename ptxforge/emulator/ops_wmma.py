@@ -29,6 +29,7 @@ from ptxforge.ptx import types as T
 
 from .operands import Unsupported, address, reader, writer
 from .ops_tensor import _elements, _whole_warps
+from .values import spread
 
 __all__ = ["FAMILIES", "tile_of"]
 
@@ -125,7 +126,7 @@ def _access(d, inst, symbols, load: bool):
 
 
 def _offsets(m, idx, stride, width, layout, r_idx, c_idx, size):
-    lead = np.broadcast_to(np.asarray(stride(m, idx) if stride else width), idx.shape)
+    lead = spread(np.asarray(stride(m, idx) if stride else width), idx.shape)
     lead = lead.astype(np.int64)[:, None]
     lanes = m.lane[idx]
     r, c = r_idx[lanes], c_idx[lanes]
@@ -159,7 +160,7 @@ def _build_store(d, inst, symbols):
 
     def run(m, idx):
         _whole_warps(m, idx, "wmma.store")
-        regbits = np.stack([np.broadcast_to(np.asarray(g(m, idx)), idx.shape) for g in gets],
+        regbits = np.stack([spread(np.asarray(g(m, idx)), idx.shape) for g in gets],
                            axis=-1)
         if ty in ("f32", "s32"):
             vals = regbits.astype(np.uint32).view(np.float32 if ty == "f32" else np.int32)
@@ -203,7 +204,7 @@ def _build_mma(d, inst, symbols):
 
     def tile(m, idx, w, k):
         regs, ty, rows, cols, (r_idx, c_idx) = frags[k]
-        regbits = np.stack([np.broadcast_to(np.asarray(g(m, idx)), idx.shape)
+        regbits = np.stack([spread(np.asarray(g(m, idx)), idx.shape)
                             for g in gets[k]], axis=-1).reshape(w, 32, len(regs))
         if ty in ("f32", "s32"):
             vals = regbits.astype(np.uint32).view(np.float32 if ty == "f32" else np.int32)

@@ -44,6 +44,7 @@ import attrs
 import numpy as np
 
 from .observe import KIND_BRANCH, Observer, sites
+from .values import spread
 
 __all__ = [
     "NSIGHT",
@@ -114,7 +115,7 @@ def shared_wavefronts(warps: np.ndarray, lanes: np.ndarray, addr: np.ndarray,
     span = int((last - first).max()) + 1
     words = first[:, None] + np.arange(span, dtype=np.int64)
     keep = words <= last[:, None]
-    g = np.broadcast_to(group[:, None], words.shape)[keep]
+    g = spread(group[:, None], words.shape)[keep]
     words = words[keep]
     distinct = np.unique(g * (1 << 32) + words)                  # one entry per (phase, word)
     g, words = distinct >> 32, distinct & ((1 << 32) - 1)

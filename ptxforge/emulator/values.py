@@ -22,11 +22,27 @@ import numpy as np
 
 from ptxforge.ptx.types import PtxType
 
-__all__ = ["UINT", "SINT", "dtype_of", "to_bits", "from_bits", "immediate", "type_of_token"]
+__all__ = ["UINT", "SINT", "dtype_of", "to_bits", "from_bits", "immediate", "spread",
+           "type_of_token"]
 
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 _FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def spread(value, shape) -> np.ndarray:
+    """``value`` (a scalar, or one value per thread) as an array of ``shape``, read only:
+    ``np.broadcast_to``, except that an array of that shape already is returned as it is (its
+    checks cost more than most instructions on a warp).  Callers never write into it.
+
+    Example::
+
+        >>> spread(3, (2,)).tolist(), spread(np.arange(2), (2,)).tolist()
+        ([3, 3], [0, 1])
+    """
+    if type(value) is np.ndarray and value.shape == shape:
+        return value
+    return np.broadcast_to(value, shape)
 
 
 def dtype_of(ty: PtxType):
