@@ -131,7 +131,7 @@ def _start_early(args, data, request, explain) -> tuple:
         data = data.decode("utf-8", errors="replace")
     from ptxforge.reports.analyze_compile import start_early
 
-    return data, start_early(data, args.arch, request, explain)
+    return data, start_early(data, args.arch, request, explain, args.jobs)
 
 
 def _run_cache(args) -> int:

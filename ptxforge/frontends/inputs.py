@@ -221,7 +221,7 @@ def _start_ahead(task: tuple) -> Optional[tuple]:
 
     try:
         text = _read(what).decode("utf-8", errors="replace")
-        started = start_early(text, spec.target, None, False)
+        started = start_early(text, spec.target, None, False, 1)
     except PtxforgeError:
         return None
     return None if started is None else (text, started)

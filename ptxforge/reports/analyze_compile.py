@@ -270,7 +270,8 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
 SUMMARY_ABOVE = 20
 
 #: PTX up to this size starts compiling before it is parsed (see :func:`start_early`): a file
-#: this small never needs the kernel pool, which must fork before ptxas's thread starts.
+#: this small never needs the kernel pool, which must fork before ptxas's thread starts.  A
+#: bigger one does too where no pool can be made (``--jobs 1``, or no ``fork``).
 EARLY_BYTES = 256 * 1024
 
 
@@ -288,19 +289,20 @@ class EarlyCompile:
         return self.request is request and self.text == text
 
 
-def start_early(text: str, target, request: Optional[CompileRequest], explain: Optional[bool]
-                ) -> Optional[EarlyCompile]:
+def start_early(text: str, target, request: Optional[CompileRequest], explain: Optional[bool],
+                jobs: Optional[int] = None) -> Optional[EarlyCompile]:
     """ptxas started on the whole of ``text`` before it is parsed, the way
     :func:`start_compile` would start it after (every kernel chosen: the options are the
     request's as given), so the parse and the analysis run beside it; None for a text over
-    :data:`EARLY_BYTES`.  ``target`` is the launch spec's (None: the PTX's ``.target``).
+    :data:`EARLY_BYTES` that the kernel pool may analyse (``jobs``, None: the cores, above 1
+    and ``fork`` available).  ``target`` is the launch spec's (None: the PTX's ``.target``).
     The CLI calls it before it imports the analysis and hands it over in
     :class:`~ptxforge.reports.run_options.RunOptions` ``started``."""
     import re
 
     from ptxforge.arch.targets import resolve_target
 
-    if len(text) > EARLY_BYTES:
+    if len(text) > EARLY_BYTES and _pool_possible(jobs):
         return None
     declared = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
     tgt = resolve_target(target, declared.group(1) if declared else None)[0]
@@ -318,7 +320,14 @@ def early_compile(text: str, target, request: Optional[CompileRequest], run
     started = run.started
     if started is not None and started.serves(text, request):
         return started
-    return start_early(text, target, request, run.explain)
+    return start_early(text, target, request, run.explain, run.jobs)
+
+
+def _pool_possible(jobs: Optional[int]) -> bool:
+    """Whether the kernel pool may fork workers for ``jobs`` (None: the cores)."""
+    from ptxforge._parallel import can_fork, default_jobs
+
+    return (default_jobs() if jobs is None else jobs) > 1 and can_fork()
 
 
 FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "

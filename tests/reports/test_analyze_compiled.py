@@ -204,3 +204,20 @@ def test_a_compile_started_before_the_analysis_is_the_one_used(monkeypatch, caps
     assert capsys.readouterr().out.rstrip("\n") == used.to_text().rstrip("\n")
     with pytest.raises(PtxforgeError, match="RunOptions.started: expected"):
         RunOptions(started=42)
+
+
+def test_a_big_file_compiles_before_its_parse_only_where_no_kernel_pool_can_fork(monkeypatch):
+    """Over EARLY_BYTES the kernel pool may fork after the parse, which it must do before a
+    compile thread exists: ptxas then starts after the parse, unless one job (or no fork)
+    rules the pool out."""
+    from ptxforge._parallel import can_fork
+    from ptxforge.reports import analyze_compile
+
+    text = corpus_ptx("reduce", "sm_80", True)
+    monkeypatch.setattr(analyze_compile, "EARLY_BYTES", len(text) - 1)
+    one = analyze_compile.start_early(text, None, None, False, 1)
+    assert one is not None and one.side.result().compiled.kernels
+    assert (analyze_compile.start_early(text, None, None, False, 2) is None) == can_fork()
+    monkeypatch.setattr(analyze_compile, "EARLY_BYTES", len(text))
+    small = analyze_compile.start_early(text, None, None, False, 2)
+    assert small is not None and small.side.result().compiled.kernels
