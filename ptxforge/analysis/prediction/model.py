@@ -64,13 +64,13 @@ from ptxforge.arch.ptxas_model import (
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
-from ..cfg import build_cfg
+from ..cfg import TERMINATORS, build_cfg
 from ..liveness import analyze_liveness
 from .abi import call_targets
 from .bottomup import bottom_up_peak
 from .ifconvert import MAX_BODY, if_convert
 from .listsched import list_schedule
-from .view import KINDS, sass_view
+from .view import KINDS, named_labels, sass_view
 
 __all__ = [
     "BAND",
@@ -238,10 +238,29 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
     warpgroups = _setmaxnreg(kernel)
     if warpgroups is not None and not warpgroups[0]:
         reasons.append("setmaxnreg")
-    longest = max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
+    longest = _longest_block(kernel, cfg)
     if longest > LONG_BLOCK:
         reasons.append(f"a block of {longest} instructions")
     return tuple(reasons)
+
+
+def _longest_block(kernel: ir.Kernel, cfg=None) -> int:
+    """The most instructions in one basic block as ptxas schedules it: a label that nothing
+    names (Triton's ``$L__tmp`` debug-line labels) ends no block (model 10,
+    :func:`~.view.named_labels`)."""
+    body = kernel.body or ()
+    named = named_labels(body)
+    if all(s.name in named for s in body if isinstance(s, ir.Label)):
+        return max((len(b) for b in (cfg or build_cfg(kernel)).blocks), default=0)
+    longest = run = 0
+    for s in body:
+        if isinstance(s, ir.Instruction):
+            run += 1
+            if s.family in TERMINATORS:
+                longest, run = max(longest, run), 0
+        elif isinstance(s, ir.Label) and s.name in named:
+            longest, run = max(longest, run), 0
+    return max(longest, run)
 
 
 def kernel_budget(kernel: ir.Kernel, target: str | int = "sm_80") -> int:

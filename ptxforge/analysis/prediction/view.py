@@ -66,7 +66,7 @@ from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
 
 from ..cfg import build_cfg
 
-__all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
+__all__ = ["KINDS", "SassView", "fold_kind", "named_labels", "sass_view"]
 
 _ZERO = ir.Immediate(0)
 #: Operand types that name no register.
@@ -441,7 +441,45 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     out = _rewrite(body, plan, reads)
     if uniform:
         out = _uniform_registers(out, uniform)
-    return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded))
+    out = _named_labels_only(tuple(out))
+    return SassView(kernel=attrs.evolve(kernel, body=out), folded=dict(folded))
+
+
+def named_labels(body) -> set:
+    """The names of the labels in ``body`` that something names: a branch operand (or any
+    label or symbol operand), or a directive's text (``.branchtargets``).  The others
+    (Triton's ``$L__tmp`` debug-line labels) end no basic block in SASS (model 10).
+
+    Example::
+
+        >>> from ptxforge.ptx import ir
+        >>> body = (ir.Label("$L__tmp0"), ir.Label("L"),
+        ...         ir.Instruction("bra", (ir.LabelRef("L"),)))
+        >>> sorted(named_labels(body))
+        ['L']
+    """
+    named: set = set()
+    texts = []
+    for stmt in body:
+        if isinstance(stmt, ir.Instruction):
+            for op in stmt.operands:
+                if isinstance(op, (ir.LabelRef, ir.Symbol)):
+                    named.add(op.name)
+        elif isinstance(stmt, ir.Directive):
+            texts.append(stmt.text)
+    if texts:
+        joined = " ".join(texts)
+        named.update(s.name for s in body if isinstance(s, ir.Label) and s.name in joined)
+    return named
+
+
+def _named_labels_only(body: tuple) -> tuple:
+    """``body`` without the labels that nothing names (:func:`named_labels`): ptxas schedules
+    the code on both sides of such a label as one block (model 10)."""
+    named = named_labels(body)
+    if all(s.name in named for s in body if isinstance(s, ir.Label)):
+        return body
+    return tuple(s for s in body if not isinstance(s, ir.Label) or s.name in named)
 
 
 def _uniform_registers(body, names: set):
