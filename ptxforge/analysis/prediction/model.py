@@ -10,8 +10,9 @@
    warp-uniform address that ptxas keeps in uniform registers, below it the warp-uniform
    integer values read in loops, in uniform registers or the constant bank; :mod:`.view`);
 3. ``scheduling``: what ptxas's instruction order adds or saves against the PTX order:
-   short guarded branches predicated (:mod:`.ifconvert`), then each basic block list
-   scheduled (:mod:`.listsched`), for latency while fewer values are live than the
+   short guarded branches predicated (:mod:`.ifconvert`), then each basic block (a label
+   that nothing names ends none: :func:`~.view.named_labels`) list scheduled
+   (:mod:`.listsched`), for latency while fewer values are live than the
    **occupancy budget** allows (:func:`kernel_budget`: 32 on sm_80, the most registers that
    keep the most warps resident; launch bounds change it), for pressure from there.  Below the
    budget the count may grow up to it, not beyond; at or above it, the schedule can only

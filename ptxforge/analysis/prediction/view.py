@@ -34,6 +34,11 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
   (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
   final ``LOP3.LUT P0, RZ, R9, 0x1f``); ``kinds=(..., "special")`` models a re-read instead.
 
+The view also drops the **labels that nothing names** (no branch operand, no directive:
+Triton's ``$L__tmp`` debug-line labels, model 10): they end no basic block in SASS (ptxas
+computes a store address written after ``$L__tmp19`` before the loads written before
+``$L__tmp1``), so the scheduler reading the view sees the blocks ptxas schedules.
+
 :func:`sass_view` returns the kernel with those values rewritten: a value that is free
 everywhere is replaced by an immediate at its uses; a value that must be in a register only
 where it is used as an address (a parameter pointer, a special register) is re-defined right
@@ -381,7 +386,9 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``).  ``cfg``
     is the kernel's control-flow graph when the caller has it (``warp-uniform`` reads its
     loops)."""
-    body = kernel.body or ()
+    # a label that nothing names ends no block (model 10): not for the uniform loads' blocks
+    # either, nor for the scheduler that reads the view
+    body = _named_labels_only(tuple(kernel.body or ()))
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
     held = _held_offsets(insts, reads) if "offset" in kinds else set()
@@ -441,8 +448,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     out = _rewrite(body, plan, reads)
     if uniform:
         out = _uniform_registers(out, uniform)
-    out = _named_labels_only(tuple(out))
-    return SassView(kernel=attrs.evolve(kernel, body=out), folded=dict(folded))
+    return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded))
 
 
 def named_labels(body) -> set:
