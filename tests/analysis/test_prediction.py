@@ -469,8 +469,8 @@ def _uniform_taps(n: int, taps_across_block: bool = False) -> ir.Kernel:
              for k, f in enumerate(taps)]
     body += [ir.Instruction("ld.global.nc.f32", (f, ir.Address(xi, 4 * k)), 1)
              for k, f in enumerate(xs)]
-    if taps_across_block:
-        body += [ir.Label("$L__next")]
+    if taps_across_block:  # a branch names the label, so a block ends there (model 10)
+        body += [ir.Instruction("bra.uni", (ir.LabelRef("$L__next"),)), ir.Label("$L__next")]
     body += [ir.Instruction("mul.f32", (y, a, b), 1) for y, a, b in zip(ys, taps, xs)]
     body += [ir.Instruction("st.global.f32", (ir.Address(xi, 4 * k), y)) for k, y in enumerate(ys)]
     body.append(ir.Instruction("ret"))

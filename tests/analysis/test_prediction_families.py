@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/8 and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/10 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from prediction_table import figures, measure, size_class
 
 from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 
-#: Measured on the slice (ptxforge-predict/8 and /9, ptxas 13.5, sm_80): held-out families 71 kernels,
-#: 41 within +-10% (57.7%), median error 9.375%, Spearman 0.938, band coverage 87.3%; training
+#: Measured on the slice (ptxforge-predict/10, ptxas 13.5, sm_80): held-out families 71 kernels,
+#: 42 within +-10% (59.2%), median error 9.375%, Spearman 0.938, band coverage 85.9%; training
 #: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, Spearman 0.946, coverage
-#: 97.6%.  (Models 6 and 7: 39 of 71, coverage 90.1%; 26 of 41, coverage 100%.  Model 5, the
+#: 97.6%.  (Models 8 and 9: 41 of 71, coverage 87.3%, the training part the same.  Models 6
+#: and 7: 39 of 71, coverage 90.1%; 26 of 41, coverage 100%.  Model 5, the
 #: same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
 #: stencil3d_zqueue<4,double>.  ptxforge-predict/3 on the held-out slice: docs/prediction.md.)
-HELD_OUT_SLICE = {"within10": 41 / 71, "median_error": 0.09375, "spearman": 0.938}
+HELD_OUT_SLICE = {"within10": 42 / 71, "median_error": 0.09375, "spearman": 0.938}
 TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.946}
 #: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
 #: the issue asks it to hold within 5 points.
@@ -62,7 +63,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/9")
+    assert MODEL.startswith("ptxforge-predict/10")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 
@@ -93,3 +94,66 @@ def test_squeezed_to_the_budget_where_a_bottom_up_order_fits():
     # a sorting network whose bottom-up order is no better: left above the budget (ptxas 48)
     net = rows["fam::bitonic_regs<16,double>"]
     assert net.predicted > 40 and abs(net.predicted - net.truth) <= 0.15 * net.truth, net
+
+
+def _running_sum(n: int, labels: str) -> str:
+    """PTX: ``n`` loads from a per-thread address, each added to a running sum, a label after
+    each add (``labels``: ``"none"``, ``"debug"``: labels nothing names, as Triton's
+    ``$L__tmp`` line labels, or ``"branch"``: each named by a ``bra.uni`` to it)."""
+    lines = ["ld.param.u64 %rd1, [p];", "cvta.to.global.u64 %rd2, %rd1;", "mov.u32 %r1, %tid.x;",
+             "mul.wide.u32 %rd3, %r1, 256;", "add.s64 %rd4, %rd2, %rd3;", "mov.f32 %f0, 0f00000000;"]
+    for k in range(1, n + 1):
+        lines += [f"ld.global.f32 %g{k}, [%rd4+{4 * k}];", f"add.f32 %f{k}, %f{k - 1}, %g{k};"]
+        if labels == "branch":
+            lines.append(f"bra.uni $L__tmp{k};")
+        if labels != "none":
+            lines.append(f"$L__tmp{k}:")
+    lines += [f"st.global.f32 [%rd4], %f{n};", "ret;"]
+    body = "\n  ".join(lines)
+    return (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 p)\n"
+            f"{{\n  .reg .f32 %f<{n + 1}>;\n  .reg .f32 %g<{n + 1}>;\n  .reg .b32 %r<2>;\n"
+            "  .reg .b64 %rd<5>;\n  " + body + "\n}\n")
+
+
+def test_labels_that_nothing_names_do_not_split_the_schedule():
+    # model 10: Triton puts a $L__tmp label before every source line's code; ptxas schedules
+    # across them (softmax_fp32_b4096_w8: the store address of PTX line 330, after
+    # $L__tmp19, is computed at SASS 0x0250, before the loads of line 110); a label a branch
+    # names still ends a block
+    from ptxforge import parse
+    from ptxforge.analysis.prediction import out_of_depth, predict_registers
+
+    def predicted(labels: str, n: int = 8):
+        return predict_registers(parse(_running_sum(n, labels)).kernel("k"))
+
+    plain, debug, branch = (predicted(x) for x in ("none", "debug", "branch"))
+    # the eight loads issue together in one block (latency first below the budget)
+    assert plain.component("scheduling").registers >= 6, plain.summary()
+    assert debug.registers == plain.registers, (debug.summary(), plain.summary())
+    assert branch.component("scheduling").registers == 0, branch.summary()
+    assert branch.registers < plain.registers
+    # the long-block flag counts the block ptxas schedules: 2 x 160 instructions joined
+    long = parse(_running_sum(160, "debug")).kernel("k")
+    assert any(r.startswith("a block of") for r in out_of_depth(long)), out_of_depth(long)
+    assert not any(r.startswith("a block of")
+                   for r in out_of_depth(parse(_running_sum(160, "branch")).kernel("k")))
+
+
+def test_triton_kernels_scheduled_across_their_line_labels_against_ptxas():
+    # training split (triton_fused, tests/corpus/triton/reductions.py): model 9 scheduled each
+    # run between two $L__tmp labels alone: argmax_rows_b2048 44 and cross_entropy_b8192 110
+    # (ptxas 32 and 80); across them the bottom-up order fits the budget (argmax) and the
+    # pressure order frees what the line-by-line one kept (cross entropy)
+    from ptxforge import parse
+    from ptxforge.analysis.prediction import predict_registers
+
+    from kernel_corpus import corpus, ground_truths
+
+    rows = {r.id: r for r in measure(only=("triton_fused",), fixed=False)}
+    argmax = rows["families/triton_fused.py:argmax_rows_b2048"]
+    assert argmax.predicted == 32 == argmax.truth, argmax
+    ks = [k for k in corpus("sm_80") if k.id == "triton/reductions.py:cross_entropy_b8192"]
+    assert len(ks) == 1
+    truth = ground_truths(ks)[ks[0].id].registers
+    p = predict_registers(parse(ks[0].ptx, ks[0].file).kernel(ks[0].kernel))
+    assert abs(p.registers - truth) <= 0.1 * truth, (p.summary(), truth)

@@ -34,6 +34,11 @@ ptxas keeps many PTX values out of the register file (measured on the corpus SAS
   (``S2R R9, SR_TID.X`` at the top of ``warp_reduce_max`` stays live to its last use in the
   final ``LOP3.LUT P0, RZ, R9, 0x1f``); ``kinds=(..., "special")`` models a re-read instead.
 
+The view also drops the **labels that nothing names** (no branch operand, no directive:
+Triton's ``$L__tmp`` debug-line labels, model 10): they end no basic block in SASS (ptxas
+computes a store address written after ``$L__tmp19`` before the loads written before
+``$L__tmp1``), so the scheduler reading the view sees the blocks ptxas schedules.
+
 :func:`sass_view` returns the kernel with those values rewritten: a value that is free
 everywhere is replaced by an immediate at its uses; a value that must be in a register only
 where it is used as an address (a parameter pointer, a special register) is re-defined right
@@ -66,7 +71,7 @@ from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
 
 from ..cfg import build_cfg
 
-__all__ = ["KINDS", "SassView", "fold_kind", "sass_view"]
+__all__ = ["KINDS", "SassView", "fold_kind", "named_labels", "sass_view"]
 
 _ZERO = ir.Immediate(0)
 #: Operand types that name no register.
@@ -381,7 +386,9 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``).  ``cfg``
     is the kernel's control-flow graph when the caller has it (``warp-uniform`` reads its
     loops)."""
-    body = kernel.body or ()
+    # a label that nothing names ends no block (model 10): not for the uniform loads' blocks
+    # either, nor for the scheduler that reads the view
+    body = _named_labels_only(tuple(kernel.body or ()))
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
     held = _held_offsets(insts, reads) if "offset" in kinds else set()
@@ -442,6 +449,43 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     if uniform:
         out = _uniform_registers(out, uniform)
     return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded))
+
+
+def named_labels(body) -> set:
+    """The names of the labels in ``body`` that something names: a branch operand (or any
+    label or symbol operand), or a directive's text (``.branchtargets``).  The others
+    (Triton's ``$L__tmp`` debug-line labels) end no basic block in SASS (model 10).
+
+    Example::
+
+        >>> from ptxforge.ptx import ir
+        >>> body = (ir.Label("$L__tmp0"), ir.Label("L"),
+        ...         ir.Instruction("bra", (ir.LabelRef("L"),)))
+        >>> sorted(named_labels(body))
+        ['L']
+    """
+    named: set = set()
+    texts = []
+    for stmt in body:
+        if isinstance(stmt, ir.Instruction):
+            for op in stmt.operands:
+                if isinstance(op, (ir.LabelRef, ir.Symbol)):
+                    named.add(op.name)
+        elif isinstance(stmt, ir.Directive):
+            texts.append(stmt.text)
+    if texts:
+        joined = " ".join(texts)
+        named.update(s.name for s in body if isinstance(s, ir.Label) and s.name in joined)
+    return named
+
+
+def _named_labels_only(body: tuple) -> tuple:
+    """``body`` without the labels that nothing names (:func:`named_labels`): ptxas schedules
+    the code on both sides of such a label as one block (model 10)."""
+    named = named_labels(body)
+    if all(s.name in named for s in body if isinstance(s, ir.Label)):
+        return body
+    return tuple(s for s in body if not isinstance(s, ir.Label) or s.name in named)
 
 
 def _uniform_registers(body, names: set):
