@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import concurrent.futures
+import operator
 import os
 import re
 import struct
@@ -53,6 +54,7 @@ __all__ = ["NVDISASM_ENV", "find_nvdisasm", "nvdisasm_version", "register_name",
            "parse_sass", "SourceLine"]
 
 _PREFIX = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
+_INDEX = operator.itemgetter(0)
 _CALL = re.compile(r"^(?:@!?U?P\w+\s+)?CALL\b")
 
 
@@ -95,8 +97,10 @@ class SassInstruction:
 
     def registers(self, group: str = "GPR", call_clobbers: bool = True) -> tuple:
         """Indices of the ``group`` registers live (or assigned/used) here."""
-        skip = "^" if not call_clobbers and self.is_call else ""
-        return tuple(i for i, m in dict(self.marks).get(group, ()) if m != skip)
+        marks = dict(self.marks).get(group, ())
+        if not call_clobbers and self.is_call:
+            return tuple(i for i, m in marks if m != "^")
+        return tuple(map(_INDEX, marks))
 
     def to_dict(self) -> dict:
         return {"offset": self.offset, "text": self.text, "counts": dict(self.counts),

@@ -167,6 +167,8 @@ class ReachingDefs:
         n = len(fn.instructions)
         self._marks = [dict(dict(i.marks).get(group, ())) for i in fn.instructions]
         self._kills = [not _guarded(i.text) for i in fn.instructions]
+        # the registers each instruction writes (``^``/``x``): one or two of the tens marked
+        self._writes = [tuple(r for r, m in marks.items() if m in "^x") for marks in self._marks]
         ends = list(self.starts[1:]) + [n]
         preds: list = [[] for _ in self.starts]
         for b, ss in enumerate(self.succs):
@@ -191,11 +193,19 @@ class ReachingDefs:
                 work += [s for s in self.succs[b] if s not in work]
         self._entry, self._ends = entry, ends
         self._uses: dict | None = None
+        self._readers: dict | None = None
 
     def _step(self, cur: dict, k: int) -> None:
-        for r, m in self._marks[k].items():
-            if m in "^x":
-                cur[r] = frozenset((k,)) if self._kills[k] else cur.get(r, frozenset()) | {k}
+        writes = self._writes[k]
+        if not writes:
+            return
+        if self._kills[k]:
+            own = frozenset((k,))
+            for r in writes:
+                cur[r] = own
+        else:
+            for r in writes:
+                cur[r] = cur.get(r, frozenset()) | {k}
 
     def _block(self, k: int) -> int:
         lo, hi = 0, len(self.starts) - 1
@@ -235,7 +245,7 @@ class ReachingDefs:
                 cur = dict(self._entry[b])
                 for k in range(s, self._ends[b]):
                     for r, m in self._marks[k].items():
-                        if m in "vx":
+                        if m == "v" or m == "x":
                             for dd in cur.get(r, ()):
                                 uses.setdefault((dd, r), []).append(k)
                     self._step(cur, k)
@@ -244,7 +254,12 @@ class ReachingDefs:
 
     def uses_of(self, d: int) -> tuple:
         """Instruction indices that read the value defined at ``d`` (``v`` or ``x`` marks)."""
-        return tuple(sorted({k for (dd, _), ks in self._use_map().items() if dd == d for k in ks}))
+        if self._readers is None:
+            readers: dict = {}
+            for (dd, _), ks in self._use_map().items():
+                readers.setdefault(dd, set()).update(ks)
+            self._readers = {dd: tuple(sorted(ks)) for dd, ks in readers.items()}
+        return self._readers.get(d, ())
 
     def uses_of_register(self, d: int, r: int) -> tuple:
         """Instruction indices that read register ``r`` as written at ``d``."""

@@ -36,6 +36,8 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _OTHER = re.compile(r"^\s*\.other\s+([^,\s]+),\s*@\"([^\"]*)\"")
 _SHI = re.compile(r"^\s*\.sectioninfo\s+@\"SHI_REGISTERS=(\d+)\"")
 _MARKED = re.compile(r"[^ ]")
+_MARK_RUN = re.compile(r"[^ ]+")
+_MARK_CHARS = "".join(m for m in MARKS if m != " ")
 _TABLE = re.compile(r"//\s*([+|].*[+|])\s*$")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s*(.*?)\s*(?://.*)?$")
 _FILE = re.compile(r'^\s*//## File "(.*?)", line (\d+)(.*)$')
@@ -104,6 +106,9 @@ class _Group:
     columns: tuple      # (position in the cell, register index)
     positions: frozenset = frozenset()
     index_at: dict = attrs.field(factory=dict, eq=False)   # position -> register index
+    # the columns are the positions count_end, count_end + 1, … holding registers first,
+    # first + 1, … (None: not so; each mark is then looked up in index_at)
+    first: Optional[int] = None
 
 
 def _header(rows: list, source: str) -> list:
@@ -148,9 +153,12 @@ def _header(rows: list, source: str) -> list:
         if units.index("#") >= count_end:
             raise _fail(f"the {name} live-count column '#' is not before the register "
                         "columns", units_line, "|" + "|".join(digit_rows[-1][1]) + "|", source)
+        first = columns[0][1] if columns else None
+        if any(p != count_end + k or i != first + k for k, (p, i) in enumerate(columns)):
+            first = None
         groups.append(_Group(name=name, width=len(cell), count_end=count_end,
                              columns=tuple(columns), positions=frozenset(p for p, _ in columns),
-                             index_at=dict(columns)))
+                             index_at=dict(columns), first=first))
     return groups
 
 
@@ -170,19 +178,44 @@ def _row(groups: list, cells: list, lineno: int, line: str, source: str) -> tupl
             raise _fail(f"expected a live-register count in the {g.name} column, got "
                         f"{head!r}", lineno, line, source)
         counts.append(int(head) if head else 0)
-        got = []
-        for m in _MARKED.finditer(cell, g.count_end):   # only the marked columns: most are blank
-            pos, ch = m.start(), m.group()
-            index = g.index_at.get(pos)
-            if index is None:
-                raise _fail(f"unexpected {ch!r} between the {g.name} register columns",
-                            lineno, line, source)
-            if ch not in MARKS:
-                raise _fail(f"unexpected mark {ch!r} for {g.name} register {index}; expected "
-                            "one of ' :^vx'", lineno, line, source)
-            got.append((index, ch))
-        marks.append(tuple(got))
+        quick = _runs(g, cell)
+        marks.append(quick if quick is not None else _one_by_one(g, cell, lineno, line, source))
     return tuple(counts), tuple(marks)
+
+
+def _one_by_one(g: _Group, cell: str, lineno: int, line: str, source: str) -> tuple:
+    """The marks of one cell, ``((register, mark), …)``, read mark by mark (every layout;
+    the error names a mark that is not one or lies between the columns)."""
+    got = []
+    for m in _MARKED.finditer(cell, g.count_end):   # only the marked columns: most are blank
+        pos, ch = m.start(), m.group()
+        index = g.index_at.get(pos)
+        if index is None:
+            raise _fail(f"unexpected {ch!r} between the {g.name} register columns",
+                        lineno, line, source)
+        if ch not in MARKS:
+            raise _fail(f"unexpected mark {ch!r} for {g.name} register {index}; expected "
+                        "one of ' :^vx'", lineno, line, source)
+        got.append((index, ch))
+    return tuple(got)
+
+
+def _runs(g: _Group, cell: str) -> Optional[tuple]:
+    """The marks of one cell of a group whose columns are contiguous, read a run of adjacent
+    marked registers at a time (live ranges of neighbouring registers overlap: a wide kernel
+    has tens of marks in a few runs); None where a run is not all marks or lies beyond the
+    columns (the caller's mark-by-mark reading names the fault)."""
+    if g.first is None:
+        return None
+    got: list = []
+    base, last = g.first - g.count_end, g.count_end + len(g.columns)
+    for m in _MARK_RUN.finditer(cell, g.count_end):
+        start, end = m.span()
+        run = m.group()
+        if end > last or run.strip(_MARK_CHARS):
+            return None
+        got.extend(zip(range(base + start, base + end), run))
+    return tuple(got)
 
 
 def parse_life_ranges(text: str, source: str = "<nvdisasm>") -> tuple:
