@@ -153,8 +153,9 @@ def _header(rows: list, source: str) -> list:
         if units.index("#") >= count_end:
             raise _fail(f"the {name} live-count column '#' is not before the register "
                         "columns", units_line, "|" + "|".join(digit_rows[-1][1]) + "|", source)
-        first = columns[0][1] if columns else None
-        if any(p != count_end + k or i != first + k for k, (p, i) in enumerate(columns)):
+        first: Optional[int] = columns[0][1] if columns else None
+        if first is not None and any(p != count_end + k or i != first + k
+                                     for k, (p, i) in enumerate(columns)):
             first = None
         groups.append(_Group(name=name, width=len(cell), count_end=count_end,
                              columns=tuple(columns), positions=frozenset(p for p, _ in columns),
