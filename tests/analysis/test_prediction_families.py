@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/10 and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/11 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -11,14 +11,18 @@ from prediction_table import figures, measure, size_class
 
 from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 
-#: Measured on the slice (ptxforge-predict/10, ptxas 13.5, sm_80): held-out families 71 kernels,
-#: 42 within +-10% (59.2%), median error 9.375%, Spearman 0.938, band coverage 85.9%; training
+#: Measured on the slice (ptxforge-predict/11, ptxas 13.5, sm_80): held-out families 71 kernels,
+#: 41 within +-10% (57.7%), median error 9.375%, Spearman 0.943, band coverage 87.3%; training
 #: families 41 kernels, 26 within +-10% (63.4%), median error 10.0%, Spearman 0.946, coverage
-#: 97.6%.  (Models 8 and 9: 41 of 71, coverage 87.3%, the training part the same.  Models 6
+#: 97.6%.  (Model 10: 42 of 71, Spearman 0.938, coverage 85.9%: model 11's vector loads gain
+#: cub_small's grid_stride_sum<int,512> (15 to 24, ptxas 24) and lose its
+#: single_tile_sum<float,256> and grid_stride_sum<float,256> (15 to 16, ptxas 14: the
+#: scheduled peak is the SASS peak, 9, the holes are 2 where the model says 4).  Models 8 and 9:
+#: 41 of 71, coverage 87.3%, the training part the same.  Models 6
 #: and 7: 39 of 71, coverage 90.1%; 26 of 41, coverage 100%.  Model 5, the
 #: same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
 #: stencil3d_zqueue<4,double>.  ptxforge-predict/3 on the held-out slice: docs/prediction.md.)
-HELD_OUT_SLICE = {"within10": 42 / 71, "median_error": 0.09375, "spearman": 0.938}
+HELD_OUT_SLICE = {"within10": 41 / 71, "median_error": 0.09375, "spearman": 0.943}
 TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.946}
 #: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
 #: the issue asks it to hold within 5 points.
@@ -63,7 +67,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/10")
+    assert MODEL.startswith("ptxforge-predict/11")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 
@@ -157,3 +161,105 @@ def test_triton_kernels_scheduled_across_their_line_labels_against_ptxas():
     truth = ground_truths(ks)[ks[0].id].registers
     p = predict_registers(parse(ks[0].ptx, ks[0].file).kernel(ks[0].kernel))
     assert abs(p.registers - truth) <= 0.1 * truth, (p.summary(), truth)
+
+
+#: Block reductions that write one partial per warp to shared memory and let thread 0 add them
+#: up (cub::BlockReduce's default algorithm, and the same by hand): compiled here, not in any
+#: split.  ptxas issues the partials as LDS.128 before the first add and fuses the integer adds
+#: in pairs (IADD3), so the count grows with the warps.
+_BLOCK_SUMS = r"""
+#include <cub/block/block_reduce.cuh>
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS) cub_sum(const T* __restrict__ in, T* __restrict__ out, int n)
+{
+    using BR = cub::BlockReduce<T, THREADS>;
+    __shared__ typename BR::TempStorage tmp;
+    int i = blockIdx.x * THREADS + threadIdx.x;
+    T s = BR(tmp).Sum(i < n ? in[i] : T(0));
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS) smem_sum(const T* __restrict__ in, T* __restrict__ out, int n)
+{
+    __shared__ T part[THREADS / 32];
+    int i = blockIdx.x * THREADS + threadIdx.x;
+    T v = i < n ? in[i] : T(0);
+    for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = part[0];
+#pragma unroll
+        for (int w = 1; w < THREADS / 32; ++w) s += part[w];
+        out[blockIdx.x] = s;
+    }
+}
+template __global__ void cub_sum<int, 512>(const int*, int*, int);
+template __global__ void smem_sum<int, 512>(const int*, int*, int);
+template __global__ void smem_sum<int, 1024>(const int*, int*, int);
+template __global__ void smem_sum<float, 512>(const float*, float*, int);
+template __global__ void smem_sum<float, 1024>(const float*, float*, int);
+"""
+
+
+def test_block_reductions_read_their_warp_partials_as_vector_loads_against_ptxas():
+    # model 11 (forms.py): tile_sum<int,512,4> (training) loads its 16 warp partials with four
+    # LDS.128 before the first IADD3 (SASS peak 18, ptxas 24; model 10 predicted 17, the list
+    # scheduler interleaving the 15 scalar loads with the 15 adds); as vector loads and fused
+    # adds the scheduler issues them together too
+    from ptxforge import parse
+    from ptxforge.analysis.prediction import predict_registers
+    from ptxforge.frontends.cuda_source import compile_cuda
+
+    from prediction_variants import _ptxas
+
+    ptx = compile_cuda(_BLOCK_SUMS, "block_sums.cu", "sm_80", ["-std=c++17"])
+    truth = _ptxas(ptx, "sm_80")
+    preds = {k.name: predict_registers(k) for k in parse(ptx).kernels}
+    got = {n: (p.registers, truth[n]) for n, p in preds.items()}
+    ints = [v for n, v in got.items() if "IiLi512" in n]
+    assert len(ints) == 2 and len(got) == 5, got
+    # measured: 24 and 24 against ptxas 24 and 22 (model 10: 15 and 15)
+    for pred, want in ints:
+        assert abs(pred - want) <= 0.1 * want, got
+    # the others move towards ptxas (1024 int partials: 24 against 30; floats: 18 against 22;
+    # model 10: 15 for all three, off by 32% to 50%)
+    for pred, want in got.values():
+        assert abs(pred - want) <= 0.2 * want, got
+    assert all("vector loads" in p.component("scheduling").detail for p in preds.values())
+
+
+def test_sass_forms_fuse_adds_and_group_shared_loads_only_where_ptxas_can():
+    from ptxforge.analysis.prediction.forms import sass_forms
+    from ptxforge.ptx import ir
+    from ptxforge.ptx import types as T
+
+    r = [ir.Register(f"%r{i}", T.u32) for i in range(12)]
+    tmp = ir.Symbol("tmp")
+
+    def ld(dst, off):
+        return ir.Instruction("ld.shared.u32", (dst, ir.Address(tmp, off)), 1)
+
+    def add(d, a, b):
+        return ir.Instruction("add.s32", (d, a, b), 1)
+
+    ret = ir.Instruction("ret")
+    # eight loads in two 16-byte windows, summed: two vector loads, the adds fused in pairs
+    body = [ld(r[k], 16 + 4 * k) for k in range(8)] + [add(r[8], r[0], r[1])]
+    body += [add(r[9], r[8], r[2]), add(r[10], r[9], r[3]), add(r[11], r[10], r[4]), ret]
+    k, counts = sass_forms(ir.Kernel("k", body=tuple(body)))
+    assert counts == {"fused adds": 2, "vector loads": 2, "loads": 8}, counts
+    assert [len(i.operands[0].elements) for i in k.instructions[:2]] == [4, 4]
+    # a store to shared memory between two loads orders them: no window spans it
+    st = ir.Instruction("st.shared.u32", (ir.Address(tmp, 64), r[7]))
+    split = sass_forms(ir.Kernel("k", body=(ld(r[0], 16), st, ld(r[1], 20), ret)))
+    assert split is None
+    # an operand written between the two adds keeps them apart (the first add's value of it)
+    mov = ir.Instruction("mov.u32", (r[1], ir.Immediate(7)), 1)
+    apart = (add(r[8], r[0], r[1]), mov, add(r[9], r[8], r[2]), ret)
+    assert sass_forms(ir.Kernel("k", body=apart)) is None
+    # 64-bit adds are not IADD3
+    wide = [ir.Register(f"%rd{i}", T.u64) for i in range(4)]
+    chain = (ir.Instruction("add.s64", (wide[2], wide[0], wide[1]), 1),
+             ir.Instruction("add.s64", (wide[3], wide[2], wide[0]), 1), ret)
+    assert sass_forms(ir.Kernel("k", body=chain)) is None

@@ -1,0 +1,179 @@
+"""SASS instruction forms the prediction reads into the view: IADD3 and vector shared loads.
+
+Two PTX patterns become fewer, wider instructions in SASS, and the scheduler's priorities
+(the latency path to a block's end) change with them (model 11; docs/prediction.md has the
+excerpts, whole-program ptxas 13.5 and nvdisasm 13.5, sm_80):
+
+* **three-input integer adds**: a 32-bit ``add`` whose result is read once, by another 32-bit
+  ``add`` of the same block, is one ``IADD3`` with it (``IADD3 R12, R14, R13, R12``), so a
+  running integer sum of sixteen values is eight instructions, not fifteen;
+* **vector shared loads**: scalar loads of one shared variable at constant offsets
+  (``ld.shared.u32 %r40, [tmp+20]`` ... ``[tmp+76]``, cub's warp aggregates), with no store,
+  atomic, barrier, fence or call between them, are issued as one ``LDS.128`` (or ``LDS.64``)
+  per aligned 16-byte window, back to back before the first use (``LDS.128 R16, [0x10]`` ...
+  ``LDS.128 R4, [0x40]`` ahead of the first ``IADD3`` in ``tile_sum<int,512,4>``): the loads
+  of a window are defined together, at the first one's place.
+
+:func:`sass_forms` returns the kernel in those forms (or None when it has neither) and how many
+adds it fused and loads it grouped.
+
+Example::
+
+    >>> from ptxforge.ptx import ir, types as T
+    >>> r = [ir.Register(f"%r{i}", T.u32) for i in range(6)]
+    >>> tmp = ir.Symbol("tmp")
+    >>> body = (ir.Instruction("ld.shared.u32", (r[0], ir.Address(tmp, 16)), 1),
+    ...         ir.Instruction("ld.shared.u32", (r[1], ir.Address(tmp, 20)), 1),
+    ...         ir.Instruction("add.s32", (r[2], r[0], r[1]), 1),
+    ...         ir.Instruction("ld.shared.u32", (r[3], ir.Address(tmp, 24)), 1),
+    ...         ir.Instruction("add.s32", (r[4], r[2], r[3]), 1),
+    ...         ir.Instruction("ret"))
+    >>> k, counts = sass_forms(ir.Kernel("k", body=body))
+    >>> [i.opcode for i in k.instructions], counts
+    (['ld.shared.u32', 'add.s32', 'ret'], {'fused adds': 1, 'vector loads': 1, 'loads': 3})
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import attrs
+
+from ptxforge.ptx import ir
+from ptxforge.ptx.opcodes import Barrier, Call, OrdersMemory, Terminator
+
+__all__ = ["VECTOR_BYTES", "sass_forms"]
+
+#: The widest shared load (``LDS.128``): the loads of one aligned window of this many bytes
+#: issue as one.
+VECTOR_BYTES = 16
+_ADD_TYPES = (".s32", ".u32")
+_ENDS_RUN = (Terminator, Barrier, Call, OrdersMemory)
+
+
+def _counts(body) -> tuple[Counter, Counter]:
+    defs: Counter = Counter()
+    uses: Counter = Counter()
+    for st in body:
+        if isinstance(st, ir.Instruction):
+            defs.update(r.name for r in st.defs)
+            uses.update(r.name for r in st.uses)
+    return defs, uses
+
+
+def _written_between(body: list, j: int, k: int, operands) -> bool:
+    names = {o.name for o in operands if isinstance(o, ir.Register)}
+    return bool(names) and any(st is not None and isinstance(st, ir.Instruction)
+                               and not names.isdisjoint(r.name for r in st.defs)
+                               for st in body[j + 1:k])
+
+
+def _plain_add(st) -> bool:
+    return (isinstance(st, ir.Instruction) and st.family == "add" and st.guard is None
+            and len(st.operands) == 3 and st.opcode[3:] in _ADD_TYPES
+            and isinstance(st.operands[0], ir.Register))
+
+
+def _fuse_adds(body: list, defs: Counter, uses: Counter) -> int:
+    """Fuse in place (the first add becomes None): ``x = a + b; y = x + c`` with ``x`` read
+    once and defined once, and ``a``, ``b`` not written in between (still the same values at
+    the second add)."""
+    fused = 0
+    open_adds: dict = {}  # in the current block: register name -> index of its add
+    for k, st in enumerate(body):
+        if not isinstance(st, ir.Instruction):
+            open_adds = {}
+            continue
+        if _plain_add(st):
+            d, a, b = st.operands
+            for x, other in ((a, b), (b, a)):
+                j = open_adds.pop(x.name, None) if isinstance(x, ir.Register) else None
+                if j is None or uses[x.name] != 1 or defs[x.name] != 1:
+                    continue
+                first = body[j]
+                if _written_between(body, j, k, first.operands[1:]):
+                    continue
+                body[j] = None
+                st = body[k] = ir.Instruction(st.opcode, (d, *first.operands[1:], other), 1,
+                                              None, st.loc)
+                fused += 1
+                break
+            if len(st.operands) == 3:
+                open_adds[d.name] = k
+        elif st.op.has_trait(Terminator):
+            open_adds = {}
+    return fused
+
+
+def _shared_load(st) -> bool:
+    """An unguarded scalar load of a shared variable at a constant offset."""
+    if not isinstance(st, ir.Instruction) or st.guard is not None or st.ndefs != 1:
+        return False
+    op, addr = st.op, st.operands[1] if len(st.operands) > 1 else None
+    mem = op.info.memory if op.info is not None else None
+    return (mem is not None and mem.direction == "load" and op.space == "shared"
+            and op.vector == 1 and not op.has("volatile", "acquire")
+            and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Symbol)
+            and isinstance(st.operands[0], ir.Register))
+
+
+def _ends_run(st) -> bool:
+    """A label, or what orders shared loads: a barrier, fence, call, terminator, or a store or
+    atomic that may reach shared memory."""
+    if not isinstance(st, ir.Instruction):
+        return True
+    op = st.op
+    if any(op.has_trait(t) for t in _ENDS_RUN):
+        return True
+    mem = op.info.memory if op.info is not None else None
+    return (mem is not None and mem.writes
+            and (op.space in (None, "shared") or mem.shared_only))
+
+
+def _windows(body: list, defs: Counter) -> list:
+    """Lists of positions: the loads of one aligned window of one run, two or more."""
+    out: list = []
+    run: list = []
+    symbol = None
+
+    def close():
+        groups: dict = {}
+        for k in run:
+            groups.setdefault(body[k].operands[1].offset // VECTOR_BYTES, []).append(k)
+        out.extend(g for g in groups.values() if len(g) > 1)
+        run.clear()
+
+    for k, st in enumerate(body):
+        if st is None:
+            continue
+        if _shared_load(st) and defs[st.operands[0].name] == 1:
+            if run and st.operands[1].base != symbol:
+                close()
+            symbol = st.operands[1].base
+            run.append(k)
+        elif _ends_run(st):
+            close()
+    close()
+    return out
+
+
+def sass_forms(kernel: ir.Kernel) -> tuple[ir.Kernel, dict] | None:
+    """``kernel`` with its 32-bit integer add pairs fused (IADD3) and its shared loads of one
+    variable grouped per aligned 16-byte window at the first one's place (LDS.128), and the
+    counts (``fused adds``, ``vector loads``, ``loads`` in them); None when neither applies."""
+    body = list(kernel.body or ())
+    defs, uses = _counts(body)
+    fused = _fuse_adds(body, defs, uses)
+    groups = _windows(body, defs)
+    if not fused and not groups:
+        return None
+    for g in groups:
+        first = body[g[0]]
+        regs = tuple(body[k].operands[0] for k in g)
+        body[g[0]] = ir.Instruction(first.opcode, (ir.Vector(regs), first.operands[1]), 1,
+                                    None, first.loc)
+        for k in g[1:]:
+            body[k] = None
+    counts = {"fused adds": fused, "vector loads": len(groups),
+              "loads": sum(len(g) for g in groups)}
+    return attrs.evolve(kernel, body=tuple(s for s in body if s is not None)), counts
