@@ -67,7 +67,7 @@ _TOKEN = re.compile(
 class Tokens:
     """The token list of one PTX text, with lazy positions for error reporting."""
 
-    __slots__ = ("text", "filename", "toks", "_pos", "_all", "_ends", "_keep")
+    __slots__ = ("text", "filename", "toks", "_pos", "_all", "_ends", "_keep", "_kept_before")
 
     def __init__(self, text: str, filename: str = "<ptx>") -> None:
         self.text = text
@@ -80,6 +80,7 @@ class Tokens:
         self.toks: list[str] = tokens if keep is None else _cut(tokens, keep)
         self._all, self._ends, self._keep = tokens, ends, keep
         self._pos: Optional[list[int]] = None
+        self._kept_before: list[int] | None = None  # per slice of ``keep``: tokens before it
 
     # -- positions ------------------------------------------------------------------------
     def positions(self) -> list[int]:
@@ -91,11 +92,24 @@ class Tokens:
         return self._pos
 
     def offset(self, index: int) -> int:
-        """Offset of token ``index`` (the end of the text when past the last token)."""
-        pos = self.positions()
-        if index < len(pos):
-            return pos[index]
-        return len(self.text.rstrip())
+        """Offset of token ``index`` (the end of the text when past the last token).  Read
+        from the matches' end offsets, without :meth:`positions` (a parse asks for a few
+        hundred offsets, for verbatim directives, of a million tokens)."""
+        if self._pos is not None:
+            pos = self._pos
+            return pos[index] if index < len(pos) else len(self.text.rstrip())
+        if index >= len(self.toks):
+            return len(self.text.rstrip())
+        j = index  # the token's index among all tokens, comments included
+        keep = self._keep
+        if keep is not None:
+            before = self._kept_before
+            if before is None:
+                before = self._kept_before = list(accumulate((b - a for a, b in keep),
+                                                             initial=0))
+            k = bisect_right(before, index) - 1
+            j = keep[k][0] + index - before[k]
+        return self._ends[j] - len(self._all[j])
 
     def end_offset(self, index: int) -> int:
         """Offset just after token ``index``."""

@@ -60,3 +60,14 @@ def test_offsets_on_a_generated_file_with_many_comments():
     toks, pos = _expected(text)
     assert tk.toks == toks and tk.positions() == pos
     assert len(toks) == 2000 * 7 + 286 * 5
+
+
+@pytest.mark.parametrize("text", CASES + ["a // c\nb /* d */ c\n" * 50])
+def test_offsets_read_without_the_positions_list_are_the_positions(text):
+    # offset() reads the matches' ends (mapped past the comments) until positions() is built
+    lazy, full = Tokens(text), Tokens(text)
+    pos = full.positions()
+    n = len(full.toks)
+    assert [lazy.offset(i) for i in range(n + 3)] == [full.offset(i) for i in range(n + 3)]
+    assert [lazy.offset(i) for i in range(n)] == pos
+    assert lazy._pos is None   # the positions list was never built
