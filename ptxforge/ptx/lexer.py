@@ -1,11 +1,10 @@
 """PTX tokenizer and the small syntax tables the parser reads.
 
-One compiled regular expression splits the whole text into tokens in C (``findall``), so a
-megabyte of PTX tokenizes in a few tens of milliseconds.  Each match carries the white space
-before its token, so the matches tile the text: a token's offset is the running sum of the
-matches' lengths less its own length, computed in C (``accumulate``) when first needed (error
-messages, verbatim directives and initialisers).  Comments are tokens there, and are cut out
-of the token list by slices between them (a few thousand in a large file, found by offset).
+One compiled regular expression splits the whole text in C (``re.split``) into the white
+space and comments before each token and the token, so a megabyte of PTX tokenizes in a few
+tens of milliseconds and comments never reach the token list.  The pieces tile the text: a
+token's offset is the length of the pieces before it, summed in C when asked for (error
+messages, verbatim directives and initialisers).
 
 Example::
 
@@ -17,10 +16,7 @@ Example::
 from __future__ import annotations
 
 import re
-from array import array
-from bisect import bisect_right
 from itertools import accumulate
-from operator import sub
 from typing import Optional
 
 from ptxforge.errors import ParseError
@@ -37,19 +33,13 @@ __all__ = [
     "STATE_SPACES",
 ]
 
-# A match is the white space before a token and the token (no group: ``findall`` gives whole
-# matches, so that their lengths add up to offsets).  Every character is either white space
-# (``\s``, as ``str.isspace`` has it) or starts a token (``\S`` catches the rest), so the
-# matches tile the text but its trailing white space, and ``str.lstrip`` gives the token.
-# Comments are tokens (so positions stay countable) and are cut out afterwards.
-# The alternatives start with disjoint characters (but the final catch-all), so their order
-# only matters for speed: names and registers first, then one-character punctuation.
-_TOKEN = re.compile(
-    r"""\s*(?:
-      [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
-    | [,;\[\]{}()+:@!|<>=-]
-    | //[^\n]*
-    | /\*[\s\S]*?\*/
+# The tokens: the alternatives start with disjoint characters (but the final catch-all), so
+# their order only matters for speed: one-character punctuation (a third of the tokens are
+# commas) first, then names and registers.  Every character is either white space (``\s``, as ``str.isspace`` has it), in a
+# comment, or starts a token (``\S`` catches the rest).
+_TOKEN_ALTERNATIVES = r"""
+      [,;\[\]{}()+:@!|<>=-]
+    | [%$A-Za-z_.][\w$.]*(?:::[\w$.]+)*
     | "(?:[^"\\\n]|\\.)*"
     | 0[fF][0-9a-fA-F]{8}(?![\w$])
     | 0[dD][0-9a-fA-F]{16}(?![\w$])
@@ -59,43 +49,64 @@ _TOKEN = re.compile(
     | [0-9]+[eE][+-]?[0-9]+
     | [0-9]+U?
     | \S
-    )""",
-    re.VERBOSE,
-)
+"""
+_COMMENTS = r"//[^\n]*|/\*[\s\S]*?\*/"   # an unclosed ``/*`` is no comment: "/" is a token
+#: One match per token, comments taken as tokens: the grammar as a plain scan reads it (the
+#: tests' reference).
+_TOKEN = re.compile(r"\s*(?:" + _COMMENTS + "|" + _TOKEN_ALTERNATIVES + ")", re.VERBOSE)
+#: What :class:`Tokens` splits the text with: the white space and comments before a token
+#: (one group) and the token (another).  Each match starts where the last ended, so the
+#: groups tile the text up to its last token; a sentinel token after a line break ends the
+#: text, so that trailing comments are skipped too (and never give back a "/" token).
+_SPLIT = re.compile(r"(\s*(?:(?:" + _COMMENTS + r")\s*)*)(" + _TOKEN_ALTERNATIVES + ")",
+                    re.VERBOSE)
+_SENTINEL = "\n\x01"
 
 
 class Tokens:
-    """The token list of one PTX text, with lazy positions for error reporting."""
+    """The token list of one PTX text, with lazy positions for error reporting.
 
-    __slots__ = ("text", "filename", "toks", "_pos", "_all", "_ends", "_keep")
+    ``re.split`` gives ``[gap, skipped, token, gap, skipped, token, ..., tail]`` in C, where
+    every gap is empty (the matches tile the text): the tokens are every third item, and the
+    offset of token ``i`` is the length of the items before it, summed in C from the last
+    offset asked for (a parse asks for a few thousand, in order: verbatim directives and
+    initialisers), or read from :meth:`positions` once built."""
+
+    __slots__ = ("text", "filename", "toks", "_pos", "_parts", "_at")
 
     def __init__(self, text: str, filename: str = "<ptx>") -> None:
         self.text = text
         self.filename = filename
-        whole = _TOKEN.findall(text)
-        tokens = list(map(str.lstrip, whole))     # comments included
-        ends = array("q", accumulate(map(len, whole)))  # end offset of every match
-        del whole
-        keep = _between_comments(text, tokens, ends)
-        self.toks: list[str] = tokens if keep is None else _cut(tokens, keep)
-        self._all, self._ends, self._keep = tokens, ends, keep
+        parts = _SPLIT.split(text + _SENTINEL)
+        toks = parts[2::3]
+        toks.pop()   # the sentinel
+        self.toks: list[str] = toks
+        self._parts = parts
+        self._at = (0, 0)   # (item k of parts, the length of the items before it)
         self._pos: Optional[list[int]] = None
 
     # -- positions ------------------------------------------------------------------------
     def positions(self) -> list[int]:
         """Start offset of every (non-comment) token."""
         if self._pos is None:
-            starts = list(map(sub, self._ends, map(len, self._all)))
-            self._pos = starts if self._keep is None else _cut(starts, self._keep)
-            self._all, self._ends = [], array("q")   # no longer needed
+            ends = list(accumulate(map(len, self._parts)))   # the end of every item
+            self._pos = ends[1::3][:len(self.toks)]   # a token starts where its skip ends
+            self._parts = []   # no longer needed
         return self._pos
 
     def offset(self, index: int) -> int:
         """Offset of token ``index`` (the end of the text when past the last token)."""
-        pos = self.positions()
-        if index < len(pos):
-            return pos[index]
-        return len(self.text.rstrip())
+        if index >= len(self.toks):
+            return len(self.text.rstrip())
+        if self._pos is not None:
+            return self._pos[index]
+        k = 3 * index + 2   # the token's item: its offset is the length of the items before
+        at, length = self._at
+        if k < at:   # behind the last one asked for (an error message): every position
+            return self.positions()[index]
+        length += sum(map(len, self._parts[at:k]))
+        self._at = (k, length)
+        return length
 
     def end_offset(self, index: int) -> int:
         """Offset just after token ``index``."""
@@ -115,40 +126,6 @@ class Tokens:
         offset = self.offset(index)
         line, col, text = self.line_col(offset)
         return ParseError(message, file=self.filename, line=line, column=col, text=text)
-
-
-_COMMENT_START = re.compile(r"//|/\*")
-
-
-def _between_comments(text: str, tokens: list, ends: array) -> Optional[list]:
-    """``[(start, end), ...]`` slices of ``tokens`` that hold no comment, or None when the
-    text has none.  A ``//`` or ``/*`` in the text starts a comment token only where a token
-    of two or more characters starts at that offset (else it lies inside a comment or a
-    string, or it is an unclosed ``/*``)."""
-    cuts = []
-    for m in _COMMENT_START.finditer(text):
-        at = m.start()
-        j = bisect_right(ends, at)
-        if j < len(tokens) and len(tokens[j]) > 1 and ends[j] - len(tokens[j]) == at:
-            cuts.append(j)   # a lone "/" (an unclosed "/*") is a token, not a comment
-    if not cuts:
-        return None
-    keep, start = [], 0
-    for j in cuts:
-        if j > start:
-            keep.append((start, j))
-        start = j + 1
-    if start < len(tokens):
-        keep.append((start, len(tokens)))
-    return keep
-
-
-def _cut(items: list, keep: list) -> list:
-    """The ``items`` in the slices ``keep`` (see :func:`_between_comments`), in order."""
-    out: list = []
-    for a, b in keep:
-        out.extend(items[a:b])
-    return out
 
 
 # -- special registers --------------------------------------------------------------------

@@ -29,6 +29,8 @@ CASES = [
     "x\xa0y\u2028z  \t",
     "/**/x/*", "//", "/", "a //", "/*/", "", "   \n",
     "ld.global.f32 %f1, [%rd1+4];\n\t// begin inline asm\n\tmov.u32 %r1, %laneid;\n",
+    # a "//" that starts inside a comment and ends on the next one's "/": both are comments
+    "a /*//*//**/ b", "a\n//", "x // y", "\"ab\\",
 ]
 
 
@@ -60,3 +62,22 @@ def test_offsets_on_a_generated_file_with_many_comments():
     toks, pos = _expected(text)
     assert tk.toks == toks and tk.positions() == pos
     assert len(toks) == 2000 * 7 + 286 * 5
+
+
+@pytest.mark.parametrize("text", CASES + ["a // c\nb /* d */ c\n" * 50])
+def test_offsets_read_without_the_positions_list_are_the_positions(text):
+    # offset() sums the split pieces' lengths from the last one asked for (forward) until
+    # positions() is built; a query behind the last one builds it
+    lazy, full = Tokens(text), Tokens(text)
+    pos = full.positions()
+    n = len(full.toks)
+    assert [lazy.offset(i) for i in range(n + 3)] == [full.offset(i) for i in range(n + 3)]
+    assert lazy._pos is None   # the positions list was never built
+    assert [lazy.offset(i) for i in range(n)] == pos   # from the start again: behind
+    if n > 2:
+        back = Tokens(text)
+        assert back.offset(n - 1) == pos[n - 1] and back.offset(1) == pos[1]   # behind
+
+
+def test_a_comment_after_one_that_ends_in_a_slash_is_cut():
+    assert Tokens("a /*//*//**/ b").toks == ["a", "b"]

@@ -34,6 +34,8 @@ Example::
 
 from __future__ import annotations
 
+import heapq
+
 from ptxforge.ptx import ir
 
 from ..liveness import analyze_liveness
@@ -65,7 +67,12 @@ def bottom_up_peak(kernel: ir.Kernel, liveness=None) -> int:
 
 
 def _block_peak(insts: list, uses, defs, units: list, live: set) -> int:
-    """The peak of one block scheduled bottom-up, ``live`` the registers live out of it."""
+    """The peak of one block scheduled bottom-up, ``live`` the registers live out of it.
+
+    Each ready instruction's choice key (the units it adds, the units it ends, its position)
+    depends only on which of its registers are live: it is kept in a heap and computed again
+    only when one of them becomes live or dead (or it becomes ready), so a step costs what
+    changed, not the whole ready list."""
     g = _dependences(insts, uses, defs)
     n = len(insts)
     waiting = [len(g.succs[i]) for i in range(n)]  # dependants not placed yet
@@ -77,29 +84,49 @@ def _block_peak(insts: list, uses, defs, units: list, live: set) -> int:
         for i in range(t):
             waiting[i] += 1
             preds[t].append(i)
+    touch: dict = {}  # register -> the instructions that read or write it
+    for i in range(n):
+        for r in uses[i]:
+            touch.setdefault(r, []).append(i)
+        for r in defs[i]:
+            if r not in uses[i]:
+                touch.setdefault(r, []).append(i)
+
+    def key(i: int) -> tuple:
+        kills = sum(units[w] for w in defs[i] if w in live and w not in uses[i])
+        return (sum(units[u] for u in uses[i] if u not in live) - kills, -kills, i)
+
     cur = peak = sum(units[r] for r in live)
-    ready = [i for i in range(n) if waiting[i] == 0]
-    while ready:
-        best, pick = None, -1
-        for i in ready:
-            kills = sum(units[w] for w in defs[i] if w in live and w not in uses[i])
-            d = (sum(units[u] for u in uses[i] if u not in live) - kills, -kills, i)
-            if best is None or d < best:
-                best, pick = d, i
-        ready.remove(pick)
+    cost = {i: key(i) for i in range(n) if waiting[i] == 0}  # ready -> its current key
+    heap = list(cost.values())
+    heapq.heapify(heap)
+    while cost:
+        while True:
+            d = heapq.heappop(heap)
+            if cost.get(d[2]) == d:  # else stale: placed, or its key changed since
+                break
+        pick = d[2]
+        del cost[pick]
         # at ``pick``: what is live after it plus what it defines that nothing reads
         peak = max(peak, cur + sum(units[w] for w in defs[pick] if w not in live))
+        changed = []
         for w in defs[pick]:
             if w in live:
                 live.discard(w)
                 cur -= units[w]
+                changed.append(w)
         for u in uses[pick]:
             if u not in live:
                 live.add(u)
                 cur += units[u]
+                changed.append(u)
         peak = max(peak, cur)
+        dirty = {j for r in changed for j in touch[r] if j in cost}
         for p in set(preds[pick]):
             waiting[p] -= 1
             if waiting[p] == 0:
-                ready.append(p)
+                dirty.add(p)
+        for j in dirty:
+            cost[j] = k = key(j)
+            heapq.heappush(heap, k)
     return peak

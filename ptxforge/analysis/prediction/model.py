@@ -297,12 +297,13 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
     budget = kernel_budget(kernel, target)
     room = budget - FIXED_OVERHEAD - holes  # 32-bit units the values may take
     if folded < room and (cfg is None or cfg.loops):  # below the budget: warp-uniform values
-        uni = sass_view(kernel, kinds=KINDS + ("warp-uniform",), cfg=cfg)  # in loops (model 8)
+        uni = sass_view(kernel, kinds=KINDS + ("warp-uniform",), cfg=cfg,  # in loops
+                       base=view)  # (model 8)
         if uni.folded.get("warp-uniform"):
             view, view_liveness = uni, analyze_liveness(uni.kernel)
             folded = view_liveness.peak_units()[0]
     elif folded >= room:  # above the budget: uniform loads move to uniform registers (model 7)
-        uni = sass_view(kernel, kinds=KINDS + ("uniform",))
+        uni = sass_view(kernel, kinds=KINDS + ("uniform",), base=view)
         if uni.folded.get("uniform"):
             view, view_liveness = uni, analyze_liveness(uni.kernel)
             folded = view_liveness.peak_units()[0]

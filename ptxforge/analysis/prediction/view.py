@@ -62,6 +62,7 @@ Example::
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import attrs
 
@@ -91,6 +92,26 @@ class SassView:
 
     kernel: ir.Kernel
     folded: dict
+    #: What :func:`sass_view` read from the source kernel before it planned (a
+    #: :class:`_Prepared`): another view of the same kernel given ``base=`` this one reuses it.
+    prepared: _Prepared | None = attrs.field(default=None, eq=False, repr=False)
+    #: The kinds this view was asked for.
+    kinds: tuple = attrs.field(default=(), eq=False, repr=False)
+
+
+class _Prepared(NamedTuple):
+    """A kernel's body read once for :func:`sass_view`: the source kernel, whether offsets
+    were held (``"offset"`` asked for), the body (definitions sunk), its instructions and
+    :func:`_scan`'s counts."""
+
+    source: ir.Kernel
+    offsets: bool
+    body: tuple
+    insts: list
+    ndefs: Counter
+    uses: dict
+    reads: list
+    held: set
 
 
 def _single_source(inst: ir.Instruction):
@@ -220,46 +241,60 @@ def _address_only(uses: list) -> bool:
 def _scan(instructions) -> tuple[Counter, dict, list]:
     """Definition counts per register name; per name, how each use reads it; per
     instruction, the names its operands read (what :func:`_rewrite` may replace)."""
-    ndefs: Counter = Counter()
+    counts: dict = {}
     uses: dict = {}
     reads: list = []
     Register, Address = ir.Register, ir.Address
     simple = _NO_REGISTERS
+    count, used = counts.get, uses.get
 
     for inst in instructions:
-        for r in inst.defs:
-            ndefs[r.name] += 1
-        mem = inst.family in _MEMORY
+        ops = inst.operands
         nd = inst.ndefs
+        if nd == 1 and ops and type(ops[0]) is Register:  # one register result: its defs
+            name = ops[0].name
+            counts[name] = count(name, 0) + 1
+        elif nd:
+            for r in inst.defs:
+                counts[r.name] = count(r.name, 0) + 1
+        value = "address" if inst.family in _MEMORY else "value"  # how an address base reads
         names: list = []
-        kinds: list = []
-        for k, op in enumerate(inst.operands):
+        for k, op in enumerate(ops):
             t = type(op)
             if t is Address:
                 if isinstance(op.base, Register):
-                    names.append(op.base.name)
-                    kinds.append("address" if mem else "value")
+                    name, kind = op.base.name, value
+                else:
+                    continue
             elif k < nd or t in simple:
                 continue
             elif t is Register:
-                names.append(op.name)
-                kinds.append("value")
+                name, kind = op.name, "value"
             else:
-                kind = "address" if mem and isinstance(op, Address) else "value"
+                kind = value if isinstance(op, Address) else "value"
                 for r in ir.registers_in(op):
                     names.append(r.name)
-                    kinds.append(kind)
-        reads.append(names)
-        if inst.guard is not None:
-            names = [*names, inst.guard.register.name]
-            kinds.append("value")
-        for name, kind in zip(names, kinds):
-            seen = uses.get(name)
+                    seen = used(r.name)
+                    if seen is None:
+                        uses[r.name] = [kind]
+                    else:
+                        seen.append(kind)
+                continue
+            names.append(name)
+            seen = used(name)
             if seen is None:
                 uses[name] = [kind]
             else:
                 seen.append(kind)
-    return ndefs, uses, reads
+        reads.append(names)
+        if inst.guard is not None:
+            name = inst.guard.register.name
+            seen = used(name)
+            if seen is None:
+                uses[name] = ["value"]
+            else:
+                seen.append("value")
+    return Counter(counts), uses, reads
 
 
 #: The kinds of value :func:`sass_view` takes out by default (see the module docstring).
@@ -294,6 +329,8 @@ def _uniform_loads(body, insts, ndefs: Counter) -> set:
             uniform.add(dst.name)
         elif inst.opcode.startswith("ld.global.nc") and dst.units == 1:
             out.add(dst.name)
+    if not out:
+        return out
     block, where = 0, {}  # a value read outside the block that loads it stays in a register
     for stmt in body:
         if not isinstance(stmt, ir.Instruction):
@@ -380,23 +417,19 @@ def _warp_uniform(kernel: ir.Kernel, insts, reads: list, cfg=None) -> set:
     return ok & in_loops
 
 
-def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
+def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None,
+              base: SassView | None = None) -> SassView:
     """``kernel`` with the values that need no register in SASS rewritten (module docstring);
     ``folded`` counts the values taken out, by kind (``parameter``, ``immediate``,
     ``special``, ``alias``, ``offset``, ``widen``, ``uniform``, ``warp-uniform``).  ``cfg``
     is the kernel's control-flow graph when the caller has it (``warp-uniform`` reads its
-    loops)."""
-    # a label that nothing names ends no block (model 10): not for the uniform loads' blocks
-    # either, nor for the scheduler that reads the view
-    body = _named_labels_only(tuple(kernel.body or ()))
-    insts = [s for s in body if isinstance(s, ir.Instruction)]
-    ndefs, uses, reads = _scan(insts)
-    held = _held_offsets(insts, reads) if "offset" in kinds else set()
-    held = {name for name in held if ndefs[name] == 1}
-    if held:  # ptxas computes them next to their first use (model 9)
-        body = tuple(_sink(body, held))
-        insts = [s for s in body if isinstance(s, ir.Instruction)]
-        ndefs, uses, reads = _scan(insts)
+    loops).  ``base`` is a view of the same ``kernel`` the caller has: its reading of the
+    body is reused, and when ``kinds`` are its kinds plus ``uniform`` or ``warp-uniform``
+    and those fold nothing, ``base`` itself is the answer (the same plan, the same view)."""
+    prep = base.prepared if base is not None else None
+    if prep is None or prep.source is not kernel or prep.offsets != ("offset" in kinds):
+        prep = _prepare(kernel, "offset" in kinds)
+    body, insts, ndefs, uses, reads, held = prep[2:]
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
@@ -412,14 +445,18 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
                    if name not in plan and (ndefs[name] != 1 or name not in other)}
         if uniform:
             folded["warp-uniform"] = len(uniform)
+    if base is not None and not plan and not uniform and base.prepared is prep \
+            and set(kinds) - set(base.kinds) <= {"uniform", "warp-uniform"} \
+            and set(base.kinds) <= set(kinds):
+        return base   # the extra kinds fold nothing: the plan below is the base's
     for inst in insts:
         if uniform and inst.ndefs == 1 and isinstance(inst.operands[0], ir.Register) \
                 and inst.operands[0].name in uniform:
             continue
         kind = fold_kind(inst)
         if kind is None and "offset" in kinds:
-            base = _offset_fold(inst)
-            if base is not None and _address_only(uses.get(inst.operands[0].name, [])) \
+            root = _offset_fold(inst)
+            if root is not None and _address_only(uses.get(inst.operands[0].name, [])) \
                     and inst.operands[0].name not in held:
                 kind = "offset"
         if kind is None or kind not in kinds:
@@ -448,7 +485,25 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None) -> SassView:
     out = _rewrite(body, plan, reads)
     if uniform:
         out = _uniform_registers(out, uniform)
-    return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded))
+    return SassView(kernel=attrs.evolve(kernel, body=tuple(out)), folded=dict(folded),
+                    prepared=prep, kinds=tuple(kinds))
+
+
+def _prepare(kernel: ir.Kernel, offsets: bool) -> _Prepared:
+    """:class:`_Prepared` for ``kernel``: its body scanned, with the held offset definitions
+    (``offsets``: ``"offset"`` among the kinds) sunk next to their first use (model 9)."""
+    # a label that nothing names ends no block (model 10): not for the uniform loads' blocks
+    # either, nor for the scheduler that reads the view
+    body = _named_labels_only(tuple(kernel.body or ()))
+    insts = [s for s in body if isinstance(s, ir.Instruction)]
+    ndefs, uses, reads = _scan(insts)
+    held = _held_offsets(insts, reads) if offsets else set()
+    held = {name for name in held if ndefs[name] == 1}
+    if held:  # ptxas computes them next to their first use (model 9)
+        body = tuple(_sink(body, held))
+        insts = [s for s in body if isinstance(s, ir.Instruction)]
+        ndefs, uses, reads = _scan(insts)
+    return _Prepared(kernel, offsets, body, insts, ndefs, uses, reads, held)
 
 
 def named_labels(body) -> set:
