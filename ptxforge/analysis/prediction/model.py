@@ -11,7 +11,7 @@
    integer values read in loops, in uniform registers or the constant bank; :mod:`.view`);
 3. ``scheduling``: what ptxas's instruction order adds or saves against the PTX order:
    short guarded branches predicated (:mod:`.ifconvert`), then each basic block (a label
-   that nothing names ends none: :func:`~.view.named_labels`) list scheduled
+   that nothing names ends none: :func:`~.labels.named_labels`) list scheduled
    (:mod:`.listsched`), for latency while fewer values are live than the
    **occupancy budget** allows (:func:`kernel_budget`: 32 on sm_80, the most registers that
    keep the most warps resident; launch bounds change it), for pressure from there.  Below the
@@ -73,8 +73,9 @@ from .abi import call_targets
 from .bottomup import bottom_up_peak
 from .forms import sass_forms
 from .ifconvert import MAX_BODY, if_convert
+from .labels import named_labels
 from .listsched import list_schedule
-from .view import KINDS, SassView, named_labels, sass_view
+from .view import KINDS, SassView, sass_view
 
 __all__ = [
     "BAND",
@@ -252,7 +253,7 @@ def out_of_depth(kernel: ir.Kernel, cfg=None) -> tuple[str, ...]:
 def _longest_block(kernel: ir.Kernel, cfg=None) -> int:
     """The most instructions in one basic block as ptxas schedules it: a label that nothing
     names (Triton's ``$L__tmp`` debug-line labels) ends no block (model 10,
-    :func:`~.view.named_labels`)."""
+    :func:`~.labels.named_labels`)."""
     body = kernel.body or ()
     named = named_labels(body)
     if all(s.name in named for s in body if isinstance(s, ir.Label)):

@@ -71,6 +71,7 @@ from ptxforge.ptx import types as T
 from ptxforge.ptx.opcodes import FAMILIES, Terminator, families_with
 
 from ..cfg import build_cfg
+from .labels import named_labels, named_labels_only
 
 __all__ = ["KINDS", "SassView", "fold_kind", "named_labels", "sass_view"]
 
@@ -494,7 +495,7 @@ def _prepare(kernel: ir.Kernel, offsets: bool) -> _Prepared:
     (``offsets``: ``"offset"`` among the kinds) sunk next to their first use (model 9)."""
     # a label that nothing names ends no block (model 10): not for the uniform loads' blocks
     # either, nor for the scheduler that reads the view
-    body = _named_labels_only(tuple(kernel.body or ()))
+    body = named_labels_only(tuple(kernel.body or ()))
     insts = [s for s in body if isinstance(s, ir.Instruction)]
     ndefs, uses, reads = _scan(insts)
     held = _held_offsets(insts, reads) if offsets else set()
@@ -504,43 +505,6 @@ def _prepare(kernel: ir.Kernel, offsets: bool) -> _Prepared:
         insts = [s for s in body if isinstance(s, ir.Instruction)]
         ndefs, uses, reads = _scan(insts)
     return _Prepared(kernel, offsets, body, insts, ndefs, uses, reads, held)
-
-
-def named_labels(body) -> set:
-    """The names of the labels in ``body`` that something names: a branch operand (or any
-    label or symbol operand), or a directive's text (``.branchtargets``).  The others
-    (Triton's ``$L__tmp`` debug-line labels) end no basic block in SASS (model 10).
-
-    Example::
-
-        >>> from ptxforge.ptx import ir
-        >>> body = (ir.Label("$L__tmp0"), ir.Label("L"),
-        ...         ir.Instruction("bra", (ir.LabelRef("L"),)))
-        >>> sorted(named_labels(body))
-        ['L']
-    """
-    named: set = set()
-    texts = []
-    for stmt in body:
-        if isinstance(stmt, ir.Instruction):
-            for op in stmt.operands:
-                if isinstance(op, (ir.LabelRef, ir.Symbol)):
-                    named.add(op.name)
-        elif isinstance(stmt, ir.Directive):
-            texts.append(stmt.text)
-    if texts:
-        joined = " ".join(texts)
-        named.update(s.name for s in body if isinstance(s, ir.Label) and s.name in joined)
-    return named
-
-
-def _named_labels_only(body: tuple) -> tuple:
-    """``body`` without the labels that nothing names (:func:`named_labels`): ptxas schedules
-    the code on both sides of such a label as one block (model 10)."""
-    named = named_labels(body)
-    if all(s.name in named for s in body if isinstance(s, ir.Label)):
-        return body
-    return tuple(s for s in body if not isinstance(s, ir.Label) or s.name in named)
 
 
 def _uniform_registers(body, names: set):
