@@ -263,12 +263,14 @@ class Profiler(Observer):
         self._width: dict = {}
         self._memory: dict = {}
         self._m: Any = None   # the Machine of the current wave
+        self._warps: Any = None   # (machine, thread indices, their warps, warps spanned)
         self._pc = 0
 
     def _start(self, prog) -> None:
         self._prog = prog
         self._sites = sites(prog)
-        self._counts = {f: np.zeros(len(prog.insts), np.int64) for f in _FIELDS}
+        # plain lists: one scalar update per instruction step costs less than on an array
+        self._counts = {f: [0] * len(prog.insts) for f in _FIELDS}
         self._spaces, self._ops, self._width = {}, {}, {}
 
     def step(self, m, pc, idx, take, kind) -> None:
@@ -276,8 +278,14 @@ class Profiler(Observer):
             self._start(m.prog)
         self._m, self._pc = m, pc
         c = self._counts
-        w = m.warp_id[idx]
-        c["executed"][pc] += 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+        seen = self._warps
+        if seen is not None and seen[0] is m and seen[1] is idx:   # the same threads as the
+            w, n = seen[2], seen[3]                                  # step before: straight code
+        else:
+            w = m.warp_id[idx]
+            n = 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+            self._warps = (m, idx, w, n)
+        c["executed"][pc] += n
         c["threads"][pc] += len(idx)
         c["threads_pred_on"][pc] += len(take)
         if kind == KIND_BRANCH and len(idx):

@@ -18,6 +18,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ptxforge.ptx.types import PtxType
@@ -58,12 +60,21 @@ def dtype_of(ty: PtxType):
 
 def from_bits(bits: np.ndarray, ty: PtxType) -> np.ndarray:
     """Register bits (any unsigned width) read as ``ty``: truncated or widened, then viewed."""
-    if ty.is_pred:
+    pred, want, dt = _reading(ty)
+    if pred:
         return bits.astype(bool)
-    want = UINT[ty.bits]
     if bits.dtype != want:
         bits = bits.astype(want)
-    return bits.view(dtype_of(ty))
+    return bits.view(dt)
+
+
+@functools.lru_cache(maxsize=None)
+def _reading(ty: PtxType) -> tuple:
+    """``(is a predicate, the unsigned dtype of its width, its dtype)``: asked on every
+    register read, worked out once per type."""
+    if ty.is_pred:
+        return True, None, np.bool_
+    return False, np.dtype(UINT[ty.bits]), np.dtype(dtype_of(ty))
 
 
 def to_bits(values, ty: PtxType, reg_bits: int) -> np.ndarray:
