@@ -137,8 +137,12 @@ class CompiledSide:
     """The compile running in the background (see the module docstring)."""
 
     def __init__(self, future: concurrent.futures.Future,
-                 pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool = False) -> None:
+                 pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool = False,
+                 compiler_ended: Optional[threading.Event] = None) -> None:
         self._future, self._pool, self._prefetch = future, pool, prefetch
+        self._compiler_ended = compiler_ended or threading.Event()
+        if compiler_ended is None:
+            future.add_done_callback(lambda _: self._compiler_ended.set())
 
     def result(self) -> CompiledResult:
         """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here.
@@ -151,6 +155,12 @@ class CompiledSide:
             return self._future.result()
         finally:
             self._pool.shutdown(wait=False)
+
+    def wait_for_compiler(self) -> None:
+        """Wait until the compiler itself has ended: ptxas has written the cubin (what is read
+        from it after may still run) or the compile is over, failed included (:meth:`result`
+        has the error)."""
+        self._compiler_ended.wait()
 
     def gaps(self, module: ir.Module, ptx: Optional[str], entries: list, **known) -> SassGaps:
         """The :class:`SassGaps` of this build (``known``: the ``liveness`` and ``pressures``
@@ -190,16 +200,27 @@ def _constant_banks(compiled) -> dict:
     return {} if info is None else {k.name: (k.constant0, k.param_bytes) for k in info.kernels}
 
 
-def _build(request: CompileRequest, source, tgt: str, options, prefetch) -> CompiledResult:
+def _build(request: CompileRequest, source, tgt: str, options, prefetch,
+           ended: threading.Event) -> CompiledResult:
     """The compile on its thread; ``prefetch`` (a bool, or a function asked once when the cubin
-    exists) says whether to read the SASS at once."""
+    exists) says whether to read the SASS at once; ``ended`` is set when ptxas has written
+    the cubin, or when the compile is over."""
+    try:
+        return _build_and_read(request, source, tgt, options, prefetch, ended)
+    finally:
+        ended.set()
+
+
+def _build_and_read(request: CompileRequest, source, tgt: str, options, prefetch,
+                    ended: threading.Event) -> CompiledResult:
+    from ptxforge.toolchain.backends import when_cubin_written
     from ptxforge.toolchain.modes import relocatable_notes
 
     if not prefetch:
-        compiled = request.compile(source, tgt, options)
+        with when_cubin_written(lambda path: ended.set()):
+            compiled = request.compile(source, tgt, options)
         sass = None
     else:   # nvdisasm starts the moment ptxas has written the cubin, not after its log is read
-        from ptxforge.toolchain.backends import when_cubin_written
         from ptxforge.toolchain.nvdisasm import start
 
         decided: list = []
@@ -213,6 +234,7 @@ def _build(request: CompileRequest, source, tgt: str, options, prefetch) -> Comp
         def written(path: str) -> None:
             if wanted():
                 started.append(start(None, path))
+            ended.set()
 
         try:
             with when_cubin_written(written):
@@ -261,8 +283,9 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
     import concurrent.futures  # not at import: analyze --no-compile reads SUMMARY_ABOVE here
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch), pool,
-                        bool(prefetch))
+    ended = threading.Event()
+    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch, ended),
+                        pool, bool(prefetch), ended)
 
 
 #: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all), so

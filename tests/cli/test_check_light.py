@@ -11,6 +11,7 @@ hand-written PTX without line info and a globals-only file.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,24 @@ def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(buil
         ("start", name[text])) or start(text, *rest))
     monkeypatch.setattr(analyze, "analyze_ptx", lambda text, *rest, **kw: events.append(
         ("analyse", name[text])) or analyse(text, *rest, **kw))
+    from ptxforge.toolchain import backends
+
+    running, most = [0], [0]
+    run_ptxas = backends._run_to_files
+
+    def counted(*args):    # how many ptxas processes run at once (each made slower)
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.02)
+            return run_ptxas(*args)
+        finally:
+            running[0] -= 1
+
+    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")     # ptxas itself, every time
+    monkeypatch.setattr(backends, "_run_to_files", counted)
     units = collect([str(build)], jobs=1, reads=())
+    assert most[0] == 1                   # one ptxas at a time, beside the analysis
     assert [n for kind, n in events if kind == "start"] == [p.name for p in paths]
     for k, p in enumerate(paths[:-1]):    # file k + 1 compiles while file k is analysed
         assert events.index(("start", paths[k + 1].name)) < events.index(("analyse", p.name))
