@@ -137,12 +137,10 @@ class CompiledSide:
     """The compile running in the background (see the module docstring)."""
 
     def __init__(self, future: concurrent.futures.Future,
-                 pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool = False,
-                 compiler_ended: Optional[threading.Event] = None) -> None:
+                 pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool,
+                 compiler_ended: threading.Event) -> None:
         self._future, self._pool, self._prefetch = future, pool, prefetch
-        self._compiler_ended = compiler_ended or threading.Event()
-        if compiler_ended is None:
-            future.add_done_callback(lambda _: self._compiler_ended.set())
+        self._compiler_ended = compiler_ended   # set by _build
 
     def result(self) -> CompiledResult:
         """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here.

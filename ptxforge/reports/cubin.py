@@ -58,11 +58,6 @@ def _product(dims) -> Optional[int]:
     return math.prod(dims) if dims else None
 
 
-def param_bytes(kernel) -> Optional[int]:
-    """Bytes of kernel parameters in constant bank 0 (EIATTR_CBANK_PARAM_SIZE), or None."""
-    return kernel.param_bytes
-
-
 def is_entry(kernel) -> bool:
     """Whether a cubin function is a kernel (it has a parameter bank), not a device function."""
     return bool(kernel.constant0) or any(r.name in _ENTRY_RECORDS for r in kernel.records)
@@ -231,7 +226,7 @@ def analyze_cubin(data: bytes, file: str = "<cubin>",
             cliffs = cliffs_at(regs, threads, tgt, **kw)
         out.append(CubinKernelReport(name=k.name, registers=regs, register_cap=cap, stack=stack,
                                      frame=k.frame_size or 0, local=k.local, shared=k.shared,
-                                     constant_bank0=k.constant0, param_bytes=param_bytes(k),
+                                     constant_bank0=k.constant0, param_bytes=k.param_bytes,
                                      barriers=k.barriers, max_threads=bounds, block_size=threads,
                                      block_source=source, dynamic_shared=dynamic_shared,
                                      occupancy=occ, cliffs=cliffs, occupancy_note=unknown))
