@@ -53,6 +53,10 @@ from ptxforge.analysis.mix import instruction_mix  # noqa: E402
 from ptxforge.analysis.pressure import analyze_pressure  # noqa: E402
 from ptxforge.ptx import ir, types  # noqa: E402
 
+# cold figures: ptxas and nvdisasm run in every timed call, whatever ptxforge's result cache
+# (ptxforge/toolchain/result_cache.py) holds from earlier runs
+os.environ.setdefault("PTXFORGE_CACHE", "off")
+
 TILE = 64
 K_STEPS = 4
 CHAIN = 20_000

@@ -16,11 +16,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# cold figures: ptxas and nvdisasm run in every timed call, whatever ptxforge's result cache
+# (ptxforge/toolchain/result_cache.py) holds from earlier runs
+os.environ.setdefault("PTXFORGE_CACHE", "off")
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "support"))
 

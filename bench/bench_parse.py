@@ -40,6 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# cold figures: ptxas and nvdisasm run in every timed call, whatever ptxforge's result cache
+# (ptxforge/toolchain/result_cache.py) holds from earlier runs
+os.environ.setdefault("PTXFORGE_CACHE", "off")
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 

@@ -52,10 +52,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
 from pathlib import Path
+
+# cold figures: ptxas and nvdisasm run in every timed call, whatever ptxforge's result cache
+# (ptxforge/toolchain/result_cache.py) holds from earlier runs
+os.environ.setdefault("PTXFORGE_CACHE", "off")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

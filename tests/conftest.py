@@ -23,6 +23,12 @@ import bytecode_cache
 
 bytecode_cache.install()
 
+# The package's own result cache (ptxforge/toolchain/result_cache.py) stays off in the tests,
+# in this process and the commands it starts: a test sees ptxas and nvdisasm run (or the tool
+# memo below answer), never a user's cache folder.  tests/toolchain/test_result_cache.py turns
+# it on in a folder of its own.
+os.environ["PTXFORGE_CACHE"] = "off"
+
 # The cyclic collector runs a full collection less often in the test processes: a worker holds
 # large caches for the whole session (parsed corpora, the reference schedules, hypothesis's
 # engine), and every full collection walked them (about 12% of the CPU of test_strict +
@@ -31,6 +37,7 @@ bytecode_cache.install()
 gc.set_threshold(10_000, 10, 10)
 
 import tool_memo  # noqa: E402
+
 import hypothesis_profiles  # noqa: E402, F401  (registers "default"/"thorough"/"quick" before --hypothesis-profile applies)
 
 # Each distinct ptxas / nvdisasm run once (memory, and on disk under the corpus cache): many

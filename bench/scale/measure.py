@@ -127,6 +127,9 @@ class Env:
         # changed module in every process; a cache of the bench's own keeps the tree clean
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "ptxforge-bench-pycache")
+        # cold figures: ptxas and nvdisasm run in every timed command (the package's result
+        # cache would answer a file timed before; rows.py times it warm on its own)
+        self.env["PTXFORGE_CACHE"] = "off"
         self.env["PYTHONPATH"] = os.pathsep.join(
             [str(root)] + ([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else []))
         script = Path(sys.executable).parent / "ptxforge"
@@ -163,9 +166,13 @@ class Env:
         return run_timed([self.nvdisasm_exe, "-c", "--life-range-mode", "narrow",
                           str(self.cubin(ptx))])
 
-    def ptxforge(self, args: list, timeout: float | None = None, sample_tree: bool = False) -> Run:
-        """``ptxforge ARGS`` as a user runs it (this checkout's ptxforge first on PYTHONPATH)."""
-        return run_timed(self.cli + args, timeout, self.env, sample_tree=sample_tree)
+    def ptxforge(self, args: list, timeout: float | None = None, sample_tree: bool = False,
+                 cache: str | None = None) -> Run:
+        """``ptxforge ARGS`` as a user runs it (this checkout's ptxforge first on PYTHONPATH);
+        ``cache``: a folder for the result cache (default: the cache off, a cold run)."""
+        env = self.env if cache is None else dict(self.env, PTXFORGE_CACHE="on",
+                                                  PTXFORGE_CACHE_DIR=cache)
+        return run_timed(self.cli + args, timeout, env, sample_tree=sample_tree)
 
     def describe(self) -> str:
         """Which executables are compared."""

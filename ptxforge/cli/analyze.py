@@ -131,7 +131,10 @@ def _start_early(args, data, request, explain) -> tuple:
         data = data.decode("utf-8", errors="replace")
     from ptxforge.reports.analyze_compile import start_early
 
-    return data, start_early(data, args.arch, request, explain, args.jobs)
+    started = start_early(data, args.arch, request, explain, args.jobs)
+    if started is not None:   # the imports below would only slow ptxas's start (one lock)
+        started.side.wait_for_launch()
+    return data, started
 
 
 def _run_cache(args) -> int:

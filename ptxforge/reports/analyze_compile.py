@@ -138,9 +138,9 @@ class CompiledSide:
 
     def __init__(self, future: concurrent.futures.Future,
                  pool: concurrent.futures.ThreadPoolExecutor, prefetch: bool,
-                 compiler_ended: threading.Event) -> None:
+                 compiler_ended: threading.Event, launched: threading.Event) -> None:
         self._future, self._pool, self._prefetch = future, pool, prefetch
-        self._compiler_ended = compiler_ended   # set by _build
+        self._compiler_ended, self._launched = compiler_ended, launched   # set by _build
 
     def result(self) -> CompiledResult:
         """Wait for the compile; its errors (CompileError with ptxas's log, …) raise here.
@@ -153,6 +153,11 @@ class CompiledSide:
             return self._future.result()
         finally:
             self._pool.shutdown(wait=False)
+
+    def wait_for_launch(self) -> None:
+        """Wait until the compiler process has started, or the compile is over (failed
+        included: :meth:`result` has the error)."""
+        self._launched.wait()
 
     def wait_for_compiler(self) -> None:
         """Wait until the compiler itself has ended: ptxas has written the cubin (what is read
@@ -199,23 +204,25 @@ def _constant_banks(compiled) -> dict:
 
 
 def _build(request: CompileRequest, source, tgt: str, options, prefetch,
-           ended: threading.Event) -> CompiledResult:
+           ended: threading.Event, launched: threading.Event) -> CompiledResult:
     """The compile on its thread; ``prefetch`` (a bool, or a function asked once when the cubin
     exists) says whether to read the SASS at once; ``ended`` is set when ptxas has written
-    the cubin, or when the compile is over."""
+    the cubin, ``launched`` when the ptxas process has started, each also when the compile is
+    over."""
     try:
-        return _build_and_read(request, source, tgt, options, prefetch, ended)
+        return _build_and_read(request, source, tgt, options, prefetch, ended, launched)
     finally:
+        launched.set()
         ended.set()
 
 
 def _build_and_read(request: CompileRequest, source, tgt: str, options, prefetch,
-                    ended: threading.Event) -> CompiledResult:
-    from ptxforge.toolchain.backends import when_cubin_written
+                    ended: threading.Event, launched: threading.Event) -> CompiledResult:
     from ptxforge.toolchain.modes import relocatable_notes
+    from ptxforge.toolchain.ptxas_run import when_cubin_written
 
     if not prefetch:
-        with when_cubin_written(lambda path: ended.set()):
+        with when_cubin_written(lambda path: ended.set(), launched.set):
             compiled = request.compile(source, tgt, options)
         sass = None
     else:   # nvdisasm starts the moment ptxas has written the cubin, not after its log is read
@@ -235,7 +242,7 @@ def _build_and_read(request: CompileRequest, source, tgt: str, options, prefetch
             ended.set()
 
         try:
-            with when_cubin_written(written):
+            with when_cubin_written(written, launched.set):
                 compiled = request.compile(source, tgt, options)
         except BaseException:
             _discard(started)
@@ -281,9 +288,9 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
     import concurrent.futures  # not at import: analyze --no-compile reads SUMMARY_ABOVE here
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    ended = threading.Event()
-    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch, ended),
-                        pool, bool(prefetch), ended)
+    ended, launched = threading.Event(), threading.Event()
+    return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch, ended,
+                                    launched), pool, bool(prefetch), ended, launched)
 
 
 #: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all), so

@@ -8,14 +8,12 @@ driver or GPU only loses the backends that need them.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -26,7 +24,9 @@ from ptxforge.arch.targets import TARGETS
 from ptxforge.arch.targets import target as as_target
 from ptxforge.errors import BackendUnavailableError, CompileError, DeviceError
 
+from . import result_cache
 from ._worker import nvjitlink_link
+from .ptxas_run import announce_cubin, announce_started, run_to_files
 from .tool_facts import remembered
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "RawResult",
     "find_ptxas",
     "ptxas_version",
-    "when_cubin_written",
 ]
 
 BACKEND_NAMES = ("nvjitlink", "ptxas", "driver")
@@ -306,43 +305,6 @@ def _describe(exe: str) -> str:
     return f"ptxas {'.'.join(map(str, ptxas_version(exe)))} ({exe})"
 
 
-_CUBIN_WRITTEN = threading.local()
-
-
-@contextlib.contextmanager
-def when_cubin_written(callback):
-    """Within this block, on this thread, ``callback(path)`` runs the moment a ptxas executable
-    has written a cubin at ``path``, before anything else reads it (the file is removed once
-    the compile returns: a callback that wants it later links or copies it).  ``analyze``
-    starts nvdisasm there, so nothing of the compile's own work delays it.
-
-    Example::
-
-        >>> with when_cubin_written(print):                               # doctest: +SKIP
-        ...     PtxasBackend().compile(ptx, "sm_80", CompileOptions())
-        /tmp/ptxforge-x1y2/kernel.cubin
-    """
-    before = getattr(_CUBIN_WRITTEN, "callback", None)
-    _CUBIN_WRITTEN.callback = callback
-    try:
-        yield
-    finally:
-        _CUBIN_WRITTEN.callback = before
-
-
-def _run_to_files(cmd: list, folder: str) -> tuple:
-    """Run ``cmd`` with its output in files under ``folder``: ``(exit status, stdout then
-    stderr)``.  Files, not pipes: the waiting thread sleeps in one ``waitpid`` and wants the
-    interpreter's lock once, where reading pipes wakes it (and waits for the lock, held by the
-    analysis running beside the compile) at every chunk of ptxas's log."""
-    out_path, err_path = os.path.join(folder, "ptxas.out"), os.path.join(folder, "ptxas.err")
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        returncode = subprocess.run(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL).returncode
-    with open(out_path, "rb") as out, open(err_path, "rb") as err:
-        text = (out.read() + err.read()).decode("utf-8", errors="replace")
-    return returncode, text
-
-
 class PtxasBackend(Backend):
     """A ptxas executable; ``path`` pins one, else each found ptxas is tried newest first
     (``$PTXFORGE_PTXAS``, when set, is the only one tried)."""
@@ -398,9 +360,13 @@ class PtxasBackend(Backend):
                 if not os.path.isfile(exe):
                     raise BackendUnavailableError(
                         f"ptxas backend: the pinned ptxas {exe!r} does not exist")
-                cmd = [exe, *options.ptxas_args(target), src, "-o", out]
+                args = options.ptxas_args(target)
+                key = result_cache.ptxas_key(exe, args, ptx) if result_cache.enabled() else None
+                kept = result_cache.load_ptxas(key)
+                if kept is not None:    # this PTX, tool and arguments ran before
+                    return _kept_run(self.name, target, exe, options, out, kept)
                 t0 = time.perf_counter()
-                returncode, text = _run_to_files(cmd, tmp)
+                returncode, text = run_to_files([exe, *args, src, "-o", out], tmp)
                 wall = time.perf_counter() - t0
                 log = text.replace(src, "kernel.ptx")
                 if returncode != 0 and _NOT_A_TARGET.search(log):
@@ -415,17 +381,30 @@ class PtxasBackend(Backend):
                     raise BackendUnavailableError(
                         f"ptxas backend: {exe} exited 0 but wrote no cubin; expected a ptxas "
                         "executable (is it ptxas?)")
-                hook = getattr(_CUBIN_WRITTEN, "callback", None)
-                if hook is not None:
-                    hook(out)
+                announce_cubin(out)
                 with open(out, "rb") as fh:
                     cubin = fh.read()
+                result_cache.store_ptxas(key, cubin, log, wall)
                 return RawResult(backend=self.name, target=target, cubin=cubin, log=log,
                                  wall_time_s=wall, tool=_describe(exe),
                                  tool_version=ptxas_version(exe), tool_path=exe, mode=options.mode)
         raise BackendUnavailableError(
             f"ptxas backend: no installed ptxas accepts target {target}; refused by: "
             f"{', '.join(refused)}. {_toolkit_hint(target)}")
+
+
+def _kept_run(backend: str, target: str, exe: str, options, out: str, kept: tuple) -> RawResult:
+    """The RawResult of a ptxas run the result cache kept (:mod:`.result_cache`): its cubin
+    written at ``out`` for the hooks of :func:`~.ptxas_run.when_cubin_written`, as a run
+    would."""
+    cubin, log, wall = kept
+    with open(out, "wb") as fh:
+        fh.write(cubin)
+    announce_started()
+    announce_cubin(out)
+    return RawResult(backend=backend, target=target, cubin=cubin, log=log, wall_time_s=wall,
+                     tool=_describe(exe), tool_version=ptxas_version(exe), tool_path=exe,
+                     mode=options.mode)
 
 
 def _toolkit_hint(target: str) -> str:

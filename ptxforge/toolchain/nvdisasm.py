@@ -1,9 +1,11 @@
 """Finding and running nvdisasm: on a cubin's bytes (:func:`run`), or started on a cubin file
 the moment ptxas has written it (:func:`start`), so it runs while the caller goes on.
 
-Light on purpose (no import beyond the standard library and :mod:`ptxforge.errors`): the
-compile thread of ``analyze`` imports it right after ptxas exits, and every millisecond there
-delays nvdisasm, the longest step of a small file's default path.
+Light on purpose (no import beyond the standard library, :mod:`ptxforge.errors` and
+:mod:`.result_cache`): the compile thread of ``analyze`` imports it right after ptxas exits,
+and every millisecond there delays nvdisasm, the longest step of a small file's default path.
+A listing the result cache kept for the same cubin, executable and flags is read from it
+instead of running nvdisasm again.
 
 Example::
 
@@ -26,7 +28,9 @@ from typing import Iterable, Optional, Sequence, Union
 
 from ptxforge.errors import BackendUnavailableError, PtxforgeError
 
-__all__ = ["LIFE_RANGES", "NVDISASM_ENV", "Started", "find_nvdisasm", "nvdisasm_version",
+from . import result_cache
+
+__all__ = ["LIFE_RANGES", "NVDISASM_ENV", "Kept", "Started", "find_nvdisasm", "nvdisasm_version",
            "run", "start"]
 
 #: Environment variable naming the nvdisasm executable, or a folder to search (alone).
@@ -146,6 +150,10 @@ def run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
         >>> "// +" in run(find_nvdisasm(), cubin, LIFE_RANGES)     # doctest: +SKIP
         True
     """
+    key = _key(tool, cubin, flags)
+    kept = result_cache.get("nvdisasm", key) if key else None
+    if kept is not None:
+        return kept.decode("utf-8")
     with tempfile.TemporaryDirectory(prefix="ptxforge-sass-") as d:
         path = os.path.join(d, "module.cubin")
         with open(path, "wb") as fh:
@@ -158,7 +166,21 @@ def run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
                 from None
     if res.returncode != 0:
         raise _failed(tool, flags, res.returncode, res.stderr or res.stdout, path)
+    if key:
+        result_cache.put("nvdisasm", key, res.stdout.encode("utf-8"))
     return res.stdout
+
+
+def _key(tool: str, cubin: bytes, flags: Sequence[str]) -> Optional[str]:
+    """The result cache's key of nvdisasm ``flags`` on ``cubin`` (None: no cache, or the
+    executable cannot be looked at)."""
+    if not result_cache.enabled():
+        return None
+    try:
+        return result_cache.digest("nvdisasm", result_cache.identity(tool), "\0".join(flags),
+                                   cubin)
+    except OSError:
+        return None
 
 
 def _failed(tool: str, flags: Sequence[str], returncode: int, message: str, path: str
@@ -179,8 +201,9 @@ class Started:
     """nvdisasm running with ``flags`` on its own link (or copy) of a cubin file, its output
     going to a file (:func:`start`); :meth:`output` waits for it."""
 
-    def __init__(self, tool: str, cubin_path: str, flags: Sequence[str]) -> None:
-        self.tool, self.flags = tool, tuple(flags)
+    def __init__(self, tool: str, cubin_path: str, flags: Sequence[str],
+                 key: Optional[str] = None) -> None:
+        self.tool, self.flags, self._key = tool, tuple(flags), key
         self._dir = tempfile.mkdtemp(prefix="ptxforge-sass-")
         self._path = os.path.join(self._dir, "module.cubin")
         try:
@@ -209,6 +232,8 @@ class Started:
             shutil.rmtree(self._dir, ignore_errors=True)
         if code != 0:
             raise _failed(self.tool, self.flags, code, message or text, self._path)
+        if self._key:
+            result_cache.put("nvdisasm", self._key, text.encode("utf-8"))
         return text
 
     def discard(self) -> None:
@@ -219,12 +244,35 @@ class Started:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+class Kept:
+    """A listing the result cache kept, in :class:`Started`'s place (nothing runs)."""
+
+    def __init__(self, tool: str, flags: Sequence[str], text: str) -> None:
+        self.tool, self.flags, self._text = tool, tuple(flags), text
+
+    def output(self) -> str:
+        """The listing."""
+        return self._text
+
+    def discard(self) -> None:
+        """Nothing to stop."""
+
+
 def start(tool: Optional[str], cubin_path: str, flags: Sequence[str] = LIFE_RANGES
-          ) -> Optional[Started]:
+          ) -> Union[Started, Kept, None]:
     """nvdisasm (``tool``, default :func:`find_nvdisasm`) started with ``flags`` on the cubin
-    at ``cubin_path``, which may be removed once this returns; None when nvdisasm cannot be
-    found or started (the caller's own :func:`run` then says why)."""
+    at ``cubin_path``, which may be removed once this returns (:class:`Kept`: the result
+    cache's listing of that cubin); None when nvdisasm cannot be found or started (the
+    caller's own :func:`run` then says why)."""
     try:
-        return Started(tool or find_nvdisasm(), cubin_path, flags)
+        tool = tool or find_nvdisasm()
+        key = None
+        if result_cache.enabled():
+            with open(cubin_path, "rb") as fh:
+                key = _key(tool, fh.read(), flags)
+            kept = result_cache.get("nvdisasm", key) if key else None
+            if kept is not None:
+                return Kept(tool, flags, kept.decode("utf-8"))
+        return Started(tool, cubin_path, flags, key)
     except (OSError, PtxforgeError):
         return None

@@ -36,7 +36,7 @@ import os
 import re
 import struct
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import attrs
 
@@ -44,7 +44,7 @@ from ptxforge.errors import PtxforgeError
 
 from .compile import Compiled
 from .cubin import CubinInfo, read_cubin
-from .nvdisasm import LIFE_RANGES, NVDISASM_ENV, Started, find_nvdisasm, nvdisasm_version
+from .nvdisasm import LIFE_RANGES, NVDISASM_ENV, Kept, Started, find_nvdisasm, nvdisasm_version
 from .nvdisasm import run as _run
 from .sass_lines import LineTableUnsupported, function_lines, read_line_tables
 from .sass_listing import SourceLine, parse_life_ranges, parse_line_annotations
@@ -356,7 +356,7 @@ def _functions(parsed: Sequence, source_of, ptx_of, texts: dict, regs: dict, cal
 
 
 def sass_liveness(cubin, *, nvdisasm: Optional[str] = None, line_info: bool = True,
-                  started: Optional[Started] = None) -> SassLiveness:
+                  started: Union[Started, Kept, None] = None) -> SassLiveness:
     """Per-instruction physical register liveness of every function in ``cubin`` (bytes,
     a :class:`~ptxforge.toolchain.compile.Compiled` or a path), read with nvdisasm.
 

@@ -168,7 +168,7 @@ def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(buil
     from ptxforge.toolchain import backends
 
     running, most = [0], [0]
-    run_ptxas = backends._run_to_files
+    run_ptxas = backends.run_to_files
 
     def counted(*args):    # how many ptxas processes run at once (each made slower)
         running[0] += 1
@@ -180,7 +180,7 @@ def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(buil
             running[0] -= 1
 
     monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")     # ptxas itself, every time
-    monkeypatch.setattr(backends, "_run_to_files", counted)
+    monkeypatch.setattr(backends, "run_to_files", counted)
     units = collect([str(build)], jobs=1, reads=())
     assert most[0] == 1                   # one ptxas at a time, beside the analysis
     assert [n for kind, n in events if kind == "start"] == [p.name for p in paths]

@@ -221,3 +221,41 @@ def test_a_big_file_compiles_before_its_parse_only_where_no_kernel_pool_can_fork
     monkeypatch.setattr(analyze_compile, "EARLY_BYTES", len(text))
     small = analyze_compile.start_early(text, None, None, False, 2)
     assert small is not None and small.side.result().compiled.kernels
+
+
+def test_the_wait_for_the_launch_ends_once_ptxas_runs_or_the_compile_failed(monkeypatch):
+    """``analyze FILE`` loads the analysis only once the early ptxas process has begun
+    (``CompiledSide.wait_for_launch``): the wait ends while ptxas still runs, and it ends too
+    when the compile fails before any process starts."""
+    import threading
+
+    from ptxforge.errors import PtxforgeError
+    from ptxforge.reports import analyze_compile
+    from ptxforge.toolchain import ptxas_run
+
+    monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")      # ptxas itself runs
+    text = corpus_ptx("reduce", "sm_80", True)
+    begun, gate = [], threading.Event()
+    announce = ptxas_run.announce_started
+
+    def held():                      # the process has begun; its wait waits for the test
+        begun.append(True)
+        announce()
+        gate.wait(60)
+
+    def ends(wait) -> bool:          # whether wait() returns within 20 s
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        waiter.join(20)
+        return not waiter.is_alive()
+
+    monkeypatch.setattr(ptxas_run, "announce_started", held)
+    early = analyze_compile.start_early(text, None, None, False, 1)
+    assert ends(early.side.wait_for_launch) and begun == [True]   # ptxas is held running
+    gate.set()
+    assert early.side.result().compiled.kernels
+    monkeypatch.setenv("PTXFORGE_PTXAS", "/nonexistent/ptxas")
+    failed = analyze_compile.start_early(text, None, None, False, 1)
+    assert ends(failed.side.wait_for_launch) and begun == [True]
+    with pytest.raises(PtxforgeError, match="does not exist"):
+        failed.side.result()

@@ -9,14 +9,15 @@ import re
 import subprocess
 
 import pytest
-from compile_sources import nvrtc
-from corpus_util import corpus_ptx, corpus_sources, ptxas_stats
 
 from ptxforge import compile_ptx
 from ptxforge.dsl import kernels as dsl_kernels
 from ptxforge.ptx.emit import emit
 from ptxforge.toolchain.backends import PtxasBackend
 from ptxforge.toolchain.modes import helper_kind, mode_difference
+
+from compile_sources import nvrtc
+from corpus_util import corpus_ptx, corpus_sources, ptxas_stats
 
 PTXAS = PtxasBackend().for_target("sm_80")
 pytestmark = pytest.mark.skipif(PTXAS is None, reason="no ptxas executable accepts sm_80")

@@ -17,9 +17,10 @@ from ptxforge.errors import PtxforgeError
 from ptxforge.ptx.emit import emit
 from ptxforge.reports.analyze_compile import start_early
 from ptxforge.toolchain import sass as sass_module
-from ptxforge.toolchain.backends import PtxasBackend, when_cubin_written
+from ptxforge.toolchain.backends import PtxasBackend
 from ptxforge.toolchain.compile import CompileOptions, compile_ptx
 from ptxforge.toolchain.nvdisasm import LIFE_RANGES, start
+from ptxforge.toolchain.ptxas_run import when_cubin_written
 from ptxforge.toolchain.sass import sass_liveness
 
 

@@ -1,0 +1,84 @@
+"""One ptxas process: its output in files, and the hooks that fire when it has started and when
+it has written the cubin.
+
+:func:`when_cubin_written` lets ``analyze`` start nvdisasm the moment ptxas has written the
+cubin (before its log is read) and let the analysis go on once the process has begun;
+:func:`run_to_files` runs the command and fires the start hook; the backend fires the cubin
+hook (:func:`announce_cubin`), also for a result the result cache answers, as a run would.
+
+Example::
+
+    >>> import sys, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     run_to_files([sys.executable, "-c", "print('ok')"], folder)
+    (0, 'ok\\n')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+
+__all__ = ["announce_cubin", "announce_started", "run_to_files", "when_cubin_written"]
+
+_HOOKS = threading.local()
+
+
+@contextlib.contextmanager
+def when_cubin_written(callback, started=None):
+    """Within this block, on this thread, ``callback(path)`` runs the moment a ptxas executable
+    has written a cubin at ``path``, before anything else reads it (the file is removed once
+    the compile returns: a callback that wants it later links or copies it).  ``analyze``
+    starts nvdisasm there, so nothing of the compile's own work delays it.  ``started()``,
+    when given, runs the moment the ptxas process has started (``analyze`` lets the
+    analysis go on from there: until then it would only slow the compile's start).
+
+    Example::
+
+        >>> with when_cubin_written(print):                               # doctest: +SKIP
+        ...     PtxasBackend().compile(ptx, "sm_80", CompileOptions())
+        /tmp/ptxforge-x1y2/kernel.cubin
+    """
+    before = (getattr(_HOOKS, "callback", None), getattr(_HOOKS, "started", None))
+    _HOOKS.callback, _HOOKS.started = callback, started
+    try:
+        yield
+    finally:
+        _HOOKS.callback, _HOOKS.started = before
+
+
+def announce_started() -> None:
+    """Fire this thread's start hook (a ptxas process has begun, or the cache answered)."""
+    started = getattr(_HOOKS, "started", None)
+    if started is not None:
+        started()
+
+
+def announce_cubin(path: str) -> None:
+    """Fire this thread's cubin hook for the cubin at ``path``."""
+    written = getattr(_HOOKS, "callback", None)
+    if written is not None:
+        written(path)
+
+
+def run_to_files(cmd: list, folder: str) -> tuple:
+    """Run ``cmd`` with its output in files under ``folder``: ``(exit status, stdout then
+    stderr)``; the start hook fires once the process has begun.  Files, not pipes: the
+    waiting thread sleeps in one ``waitpid`` and wants the interpreter's lock once, where
+    reading pipes wakes it (and waits for the lock, held by the analysis running beside the
+    compile) at every chunk of ptxas's log."""
+    out_path, err_path = os.path.join(folder, "ptxas.out"), os.path.join(folder, "ptxas.err")
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        try:
+            announce_started()
+            returncode = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    with open(out_path, "rb") as out, open(err_path, "rb") as err:
+        text = (out.read() + err.read()).decode("utf-8", errors="replace")
+    return returncode, text
