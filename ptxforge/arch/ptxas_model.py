@@ -28,6 +28,8 @@ __all__ = [
     "SMALL_HOLES",
     "CALL_FLOOR",
     "DIVISION_SLOW_PATH",
+    "DIVISOR_TEMPORARIES",
+    "DIVISION_TEMPORARIES",
     "WARP_SYNC_FLOOR",
     "WARP_SYNC_FLOOR_TARGETS",
     "PREDICATE_FILE",
@@ -76,6 +78,20 @@ CALL_FLOOR = 24
 #: whole-program ptxas 13.5, sm_80; the prediction's floor is this plus the units live across
 #: the division (issue 29, docs/prediction.md).
 DIVISION_SLOW_PATH = {"div.rn.f32": 13, "div.rn.ftz.f32": 12, "div.rn.f64": 23}
+
+#: 32-bit integer division and remainder (``div.s32``, ``rem.u32``, ...) by a value that is not
+#: a literal: SASS computes it inline (``I2F.RP``, ``MUFU.RCP``, ``F2I.FTZ.U32.TRUNC.NTZ``,
+#: ``IMAD.HI.U32``, and ``IABS`` of both operands for the signed types), with temporaries live
+#: beside the operands.  The divisor's part (its reciprocal; for the signed types also its
+#: absolute value) is computed once per divisor and kept to its last division; each division
+#: adds its own.  Per type, whole-program ptxas 13.5 and nvdisasm 13.5, sm_80: the counts
+#: that make the prediction's scheduled peak the SASS peak (R1 not counted) of a kernel that
+#: loads one value, divides it by a parameter and stores the result (8 for s32, 6 for u32,
+#: against 4 without them); the split between the two parts from the same kernel with 2, 4
+#: and 8 divisions by the one parameter (SASS peaks 9, 17, 24 for s32 and 8, 14, 19 for u32;
+#: predicted 12, 17, 22 and 9, 12, 16).
+DIVISOR_TEMPORARIES = {"s32": 2, "u32": 1}
+DIVISION_TEMPORARIES = {"s32": 3, "u32": 2}
 
 #: The least count of a kernel with any warp-synchronous instruction (shfl.sync, vote.sync,
 #: bar.warp.sync, redux.sync, match.sync) on :data:`WARP_SYNC_FLOOR_TARGETS`: ptxas 13

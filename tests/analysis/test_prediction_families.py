@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/11 and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/12 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from ptxforge.analysis.prediction import BAND, DEEP_BAND, MODEL
 #: same as model 4: 34 of 71, 12.0%; 27 of 41, 5.0%: model 6's tie rule loses
 #: stencil3d_zqueue<4,double>.  ptxforge-predict/3 on the held-out slice: docs/prediction.md.)
 HELD_OUT_SLICE = {"within10": 41 / 71, "median_error": 0.09375, "spearman": 0.943}
-TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.946}
+#: Model 12 (integer division's temporaries): the held-out part the same (coverage 85.9%: the
+#: band, re-measured, is narrower), the training part 26 of 41, Spearman 0.9446 (model 11:
+#: 0.946; coverage 95.1%): iota_mod's remainder by a parameter lifts its scheduled peak from 3
+#: to 8 (the SASS peak is 6: the store address, computed before the remainder in the PTX,
+#: follows it in the SASS) past the small kernels' holes, 8 to 15 against ptxas 10.
+TRAIN_SLICE = {"within10": 26 / 41, "median_error": 0.10, "spearman": 0.9446}
 #: The band claims 90% (5th to 95th percentile of ptxas / prediction on the training split);
 #: the issue asks it to hold within 5 points.
 CLAIMED_COVERAGE = 0.90
@@ -67,7 +72,7 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/11")
+    assert MODEL.startswith("ptxforge-predict/12")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 

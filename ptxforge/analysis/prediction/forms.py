@@ -1,4 +1,4 @@
-"""SASS instruction forms the prediction reads into the view: IADD3 and vector shared loads.
+"""SASS instruction forms the prediction reads into the view: IADD3, vector loads, division.
 
 Two PTX patterns become fewer, wider instructions in SASS, and the scheduler's priorities
 (the latency path to a block's end) change with them (model 11; docs/prediction.md has the
@@ -16,6 +16,13 @@ excerpts, whole-program ptxas 13.5 and nvdisasm 13.5, sm_80):
 
 :func:`sass_forms` returns the kernel in those forms (or None when it has neither) and how many
 adds it fused and loads it grouped.
+
+A third form adds what SASS has and the PTX does not (model 12): a 32-bit integer ``div`` or
+``rem`` by a value that is not a literal is computed inline (``I2F.RP``, ``MUFU.RCP``, ``F2I``,
+``IMAD.HI.U32``, ``IABS`` for the signed types), with temporaries live beside its operands;
+:func:`expand_divisions` gives each such division its own and each divisor its part, computed
+once at its first division and kept to its last (:func:`division_results` names them in the
+kernel the view came from, whose divisors are still registers).
 
 Example::
 
@@ -39,10 +46,12 @@ from collections import Counter
 
 import attrs
 
+from ptxforge.arch.ptxas_model import DIVISION_TEMPORARIES, DIVISOR_TEMPORARIES
 from ptxforge.ptx import ir
+from ptxforge.ptx import types as T
 from ptxforge.ptx.opcodes import Barrier, Call, OrdersMemory, Terminator
 
-__all__ = ["VECTOR_BYTES", "sass_forms"]
+__all__ = ["VECTOR_BYTES", "division_results", "expand_divisions", "sass_forms"]
 
 #: The widest shared load (``LDS.128``): the loads of one aligned window of this many bytes
 #: issue as one.
@@ -177,3 +186,99 @@ def sass_forms(kernel: ir.Kernel) -> tuple[ir.Kernel, dict] | None:
     counts = {"fused adds": fused, "vector loads": len(groups),
               "loads": sum(len(g) for g in groups)}
     return attrs.evolve(kernel, body=tuple(s for s in body if s is not None)), counts
+
+
+def _integer_division(inst: ir.Instruction) -> str | None:
+    """The type (``s32``, ``u32``) of a 32-bit integer ``div`` or ``rem``, else None."""
+    parts = inst.opcode.split(".")
+    if parts[0] in ("div", "rem") and parts[-1] in DIVISION_TEMPORARIES \
+            and inst.ndefs == 1 and len(inst.operands) == 3 \
+            and isinstance(inst.operands[0], ir.Register):
+        return parts[-1]
+    return None
+
+
+def division_results(kernel: ir.Kernel) -> dict:
+    """``{result name: divisor}`` for ``kernel``'s 32-bit integer divisions and remainders by a
+    value that is not a literal (a literal divisor becomes a multiply-high by a constant in
+    SASS); the divisor is its register's name, the key of the temporaries ptxas computes once.
+
+    Example::
+
+        >>> from ptxforge.ptx import ir, types as T
+        >>> r = [ir.Register(f"%r{i}", T.s32) for i in range(4)]
+        >>> body = (ir.Instruction("div.s32", (r[2], r[0], r[1]), 1),
+        ...         ir.Instruction("rem.s32", (r[3], r[0], ir.Immediate(7)), 1))
+        >>> division_results(ir.Kernel("k", body=body))
+        {'%r2': '%r1'}
+    """
+    return {i.operands[0].name: str(getattr(i.operands[2], "name", i.operands[2]))
+            for i in kernel.instructions
+            if _integer_division(i) and not isinstance(i.operands[2], ir.Immediate)}
+
+
+def _chain(body: list, names: list, source, st) -> list:
+    """Registers ``names`` defined one from the other, the first from ``source``."""
+    regs = [ir.Register(n, T.u32) for n in names]
+    prev = source
+    for r in regs:
+        body.append(ir.Instruction("mov.b32", (r, prev), 1, st.guard, st.loc))
+        prev = r
+    return regs
+
+
+def expand_divisions(kernel: ir.Kernel, results: dict) -> tuple[ir.Kernel, int]:
+    """``kernel`` with each 32-bit integer division or remainder whose result is named in
+    ``results`` (:func:`division_results` of the kernel the view came from) computed as SASS
+    does (model 12), and how many it expanded: the divisor's temporaries
+    (:data:`~ptxforge.arch.ptxas_model.DIVISOR_TEMPORARIES`) once per divisor, at its first
+    division, and live to its last; each division's own
+    (:data:`~ptxforge.arch.ptxas_model.DIVISION_TEMPORARIES`) from its dividend, all live at
+    once just before it.
+
+    Example::
+
+        >>> from ptxforge.ptx import ir, types as T
+        >>> r = [ir.Register(f"%r{i}", T.s32) for i in range(3)]
+        >>> k = ir.Kernel("k", body=(ir.Instruction("div.s32", (r[2], r[0], r[1]), 1),))
+        >>> out, n = expand_divisions(k, division_results(k))
+        >>> n, len(out.instructions)   # 2 + 3 temporaries, 4 adds that read them, the division
+        (1, 10)
+    """
+    body_in = list(kernel.body or ())
+    last: dict = {}
+    for k, st in enumerate(body_in):
+        if isinstance(st, ir.Instruction) and _integer_division(st) \
+                and st.operands[0].name in results:
+            last[results[st.operands[0].name]] = k
+    if not last:
+        return kernel, 0
+    body: list = []
+    shared: dict = {}
+    expanded = 0
+    for k, st in enumerate(body_in):
+        kind = _integer_division(st) if isinstance(st, ir.Instruction) else None
+        if kind is None or st.operands[0].name not in results:
+            body.append(st)
+            continue
+        dst, num, den = st.operands
+        key = results[dst.name]
+        n = len(body)
+        if key not in shared:
+            shared[key] = _chain(body, [f"{dst.name}%d{j}" for j in
+                                        range(DIVISOR_TEMPORARIES[kind])], den, st)
+        own = _chain(body, [f"{dst.name}%q{j}" for j in range(DIVISION_TEMPORARIES[kind])],
+                     num, st)
+        reads = own + (shared[key] if last[key] == k else [])
+        acc = reads[-1] if reads else num
+        for j, t in enumerate(reversed(reads[:-1])):
+            nxt = ir.Register(f"{dst.name}%s{j}", T.u32)
+            body.append(ir.Instruction("add.u32", (nxt, acc, t), 1, st.guard, st.loc))
+            acc = nxt
+        if len(body) > n:
+            st = ir.Instruction(st.opcode, (dst, num, acc), 1, st.guard, st.loc)
+            expanded += 1
+        body.append(st)
+    if not expanded:
+        return kernel, 0
+    return attrs.evolve(kernel, body=tuple(body)), expanded

@@ -18,7 +18,8 @@
    budget the count may grow up to it, not beyond; at or above it, the schedule can only
    lower the PTX order's pressure (the view read in SASS's forms first: 32-bit integer adds
    fused in pairs, IADD3, and shared loads of one variable issued per 16-byte window,
-   LDS.128: :mod:`.forms`, model 11), and a kernel whose blocks scheduled bottom-up
+   LDS.128: :mod:`.forms`, model 11; a 32-bit integer division by a variable with the
+   temporaries of its inline SASS sequence, model 12), and a kernel whose blocks scheduled bottom-up
    (:mod:`.bottomup`) keep at most the room + :data:`SQUEEZE_SLACK` units is squeezed to the
    budget (not when it is out of the model's depth);
 4. ``fixed overhead``: plus 3: ptxas's count is the highest register used + 1 + 2, and R1
@@ -71,7 +72,7 @@ from ..cfg import TERMINATORS, build_cfg
 from ..liveness import analyze_liveness
 from .abi import call_targets
 from .bottomup import bottom_up_peak
-from .forms import sass_forms
+from .forms import division_results, expand_divisions, sass_forms
 from .ifconvert import MAX_BODY, if_convert
 from .labels import named_labels
 from .listsched import list_schedule
@@ -95,15 +96,16 @@ __all__ = [
 ]
 
 #: The model's version: bump it whenever a rule or a constant changes.
-MODEL = "ptxforge-predict/11 (whole-program ptxas 13.5, sm_80)"
+MODEL = "ptxforge-predict/12 (whole-program ptxas 13.5, sm_80)"
 #: The occupancy budget where the target has no occupancy table.
 FULL_OCCUPANCY_FALLBACK = 32
 #: (low, high) ratios of ptxas / prediction: the 5th and 95th percentiles on the training
-#: split of the fixed and family corpora (model 11; model 10 had 0.804 and 1.265, model 9
+#: split of the fixed and family corpora (model 12; model 11 had 0.804 and 1.251, model 10
+#: 0.804 and 1.265, model 9
 #: 0.778 and 1.256, model 8 0.781 and 1.3, models 6 and 7 0.732 and 1.28, model 5 0.732 and
 #: 1.263, model 4 0.732 and 1.3), for kernels the model is not out of its depth on; measured
 #: coverage in docs/prediction.md.
-BAND = (0.804, 1.251)
+BAND = (0.792, 1.239)
 #: The same for kernels :func:`out_of_depth` flags (tensor cores, calls, long blocks; models 7
 #: and 8, kept since: models 10 and 11's training percentiles are 0.813 and 1.287, narrower;
 #: model 6's were 0.783 and 1.303, model 5's 0.774 and 1.267).
@@ -314,7 +316,8 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
         view = SassView(kernel=forms[0], folded=view.folded)
         view_liveness = analyze_liveness(view.kernel)
         folded = view_liveness.peak_units()[0]
-    converted, n_if = if_convert(view.kernel, max_body)
+    view, view_liveness, folded, converted, n_if, n_div = _converted(
+        kernel, view, view_liveness, folded, max_body)
     # one liveness of the converted kernel for the schedule and the squeeze below
     conv_liveness = analyze_liveness(converted) if n_if else view_liveness
     # the schedule's peak is capped at the budget below it and at the PTX order's above it;
@@ -338,9 +341,7 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
                 scheduled = room
                 why += (f"; squeezed to the budget: a bottom-up order keeps {order} units "
                         f"live (at most the room, {room}, + {SQUEEZE_SLACK})")
-    if forms is not None and forms[1]["vector loads"]:
-        why += (f"; {forms[1]['loads']} shared loads issued as {forms[1]['vector loads']} "
-                "vector loads")
+    why += _forms_detail(forms, n_div)
     kinds = ", ".join(f"{n} {_KIND_WORDS[k]}" for k, n in sorted(view.folded.items()))
     comps = [
         Component(name="ptx live", registers=live_units,
@@ -389,6 +390,35 @@ def predict_registers(kernel: ir.Kernel, *, live_units: int | None = None,
     high = min(REGISTER_LIMIT, max(total, math.ceil(total * band[1])))
     return Prediction(registers=total, low=min(low, total), high=high, components=tuple(comps),
                       out_of_depth=deep)
+
+
+def _converted(kernel: ir.Kernel, view: SassView, view_liveness, folded: int,
+               max_body: int) -> tuple:
+    """The view's short branches predicated (:func:`~.ifconvert.if_convert`), then its integer
+    divisions given their SASS temporaries (model 12; after the if-conversion, whose bodies
+    count the PTX's instructions): (view, its liveness, its peak, the converted kernel, the
+    branches predicated, the divisions expanded)."""
+    converted, n_if = if_convert(view.kernel, max_body)
+    divisions = division_results(kernel)
+    expanded, n_div = expand_divisions(view.kernel, divisions) if divisions else (view.kernel, 0)
+    if n_div:
+        view = SassView(kernel=expanded, folded=view.folded)
+        view_liveness = analyze_liveness(view.kernel)
+        folded = view_liveness.peak_units()[0]
+        converted = expand_divisions(converted, divisions)[0] if n_if else expanded
+    return view, view_liveness, folded, converted, n_if, n_div
+
+
+def _forms_detail(forms, n_div: int) -> str:
+    """What the scheduling component says of the SASS forms read into the view."""
+    why = ""
+    if n_div:
+        why += (f"; {n_div} integer division{'s' if n_div != 1 else ''} by a variable computed "
+                "inline, with the temporaries of its SASS sequence")
+    if forms is not None and forms[1]["vector loads"]:
+        why += (f"; {forms[1]['loads']} shared loads issued as {forms[1]['vector loads']} "
+                "vector loads")
+    return why
 
 
 def _setmaxnreg(kernel: ir.Kernel) -> tuple[bool, int | None] | None:
