@@ -447,7 +447,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None,
     prep = base.prepared if base is not None else None
     if prep is None or prep.source is not kernel or prep.offsets != ("offset" in kinds):
         prep = _prepare(kernel, "offset" in kinds)
-    body, insts, ndefs, uses, reads, held, folds = prep[2:]
+    body, insts, ndefs, uses, reads, _, folds = prep[2:]
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
