@@ -211,26 +211,18 @@ def _sink(body, names: set) -> list:
     defs: dict = {}
     at: dict = {}  # definition position -> where it goes (after that position)
     last_shfl = last_edge = -1
-    pop = defs.pop
     for n, stmt in enumerate(body):
         if not isinstance(stmt, Instruction):
             if isinstance(stmt, ir.Label) and stmt.name in targets:  # a block starts
                 last_edge = n
             continue
         for op in stmt.operands[stmt.ndefs:]:
-            t = type(op)
-            if t is Register:
-                regs: tuple = (op,)
-            elif t is Address:
-                if type(op.base) is not Register:
-                    continue
-                regs = (op.base,)
-            elif t in _NO_REGISTERS:
-                continue
-            else:
-                regs = tuple(ir.registers_in(op))
+            t = type(op)   # registers_in, without a generator for the usual operands
+            regs = (op,) if t is Register else () if t in _NO_REGISTERS else \
+                ((op.base,) if type(op.base) is Register else ()) if t is Address \
+                else tuple(ir.registers_in(op))
             for r in regs:
-                d = pop(r.name, None)
+                d = defs.pop(r.name, None)
                 if d is not None:
                     at[d] = max(last_shfl, d) if last_edge < d else d
         if stmt.ndefs == 1 and isinstance(stmt.operands[0], Register) \
@@ -512,18 +504,14 @@ def _prepare(kernel: ir.Kernel, offsets: bool) -> _Prepared:
     held = _held_offsets(insts, reads) if offsets else set()
     held = {name for name in held if ndefs[name] == 1}
     if held:  # ptxas computes them next to their first use (model 9)
-        order = _sink(body, held)
         # the same instructions in another order: the counts and each name's kinds of use
         # stay (their lists' order is never read), each instruction's reads go with it
-        nth, k = {}, 0
-        for p, stmt in enumerate(body):
-            if isinstance(stmt, ir.Instruction):
-                nth[p] = k
-                k += 1
+        at = [p for p, stmt in enumerate(body) if isinstance(stmt, ir.Instruction)]
+        nth = dict(zip(at, range(len(at))))
+        order = _sink(body, held)
         body = tuple(body[p] for p in order)
         moved = [nth[p] for p in order if p in nth]
-        insts = [insts[k] for k in moved]
-        reads = [reads[k] for k in moved]
+        insts, reads = [insts[k] for k in moved], [reads[k] for k in moved]
     folds = list(map(fold_kind, insts))
     if offsets:
         for n, inst in enumerate(insts):
