@@ -61,10 +61,12 @@ def _solve(cfg: ControlFlowGraph, gen: list, kill: list, dall: list) -> tuple[li
 
 def _summaries(blocks, bounds: list, tpos: list, touching: dict, guarded: bytes, qof) -> tuple:
     """Per block, over complex indices: upward-exposed reads (gen), unguarded definitions
-    (kill), all definitions (dall); and whether the block mentions a complex register."""
+    (kill), all definitions (dall); whether the block mentions a complex register; and, for
+    the sweep, the complex registers it reads (first read) and defines (first definition)."""
     nb = len(blocks)
     gen, kill, dall = [0] * nb, [0] * nb, [0] * nb
     has_cx = bytearray(nb)
+    seen: list = [None] * nb
     for b in range(nb):
         k0, k1 = bounds[b], bounds[b + 1]
         if k0 == k1:
@@ -92,7 +94,8 @@ def _summaries(blocks, bounds: list, tpos: list, touching: dict, guarded: bytes,
             kill[b] = mask_of([qof[r] for r in fk])
         if fd:
             dall[b] = mask_of([qof[r] for r in fd])
-    return gen, kill, dall, has_cx
+        seen[b] = (fu, fd)
+    return gen, kill, dall, has_cx, seen
 
 
 def analyze_liveness(kernel: Union[ir.Kernel, ControlFlowGraph]) -> Liveness:
@@ -132,14 +135,14 @@ def _analyze(cfg: ControlFlowGraph) -> Liveness:
     bounds = [bisect_left(tpos, blk.start) for blk in blocks] + [len(tpos)]
     guarded = facts.guarded
     if complex_:
-        gen, kill, dall, has_cx = _summaries(blocks, bounds, tpos, touching, guarded, qof)
+        gen, kill, dall, has_cx, seen = _summaries(blocks, bounds, tpos, touching, guarded, qof)
         live_in, live_out = _solve(cfg, gen, kill, dall)
         del gen, kill, dall
     else:
-        has_cx = bytearray(len(blocks))
+        has_cx, seen = bytearray(len(blocks)), []
         live_in = live_out = [0] * len(blocks)
     length, entry = _sweep(blocks, n, complex_, cls, qof, live_in, live_out,
-                           (touching, tpos, bounds), guarded, diff, dead)
+                           (touching, tpos, bounds, seen), guarded, diff, dead)
     return Liveness(
         cfg=cfg,
         registers=tuple(regs),
@@ -222,7 +225,7 @@ def _sweep(blocks: tuple, n: int, complex_: list, cls: bytes, qof: array, live_i
     Values live through a block without being mentioned in it count as a constant over the
     block (and their pass-through runs, in block order, add to their live-range lengths).
     """
-    touching, tpos, bounds = sparse
+    touching, tpos, bounds, seen = sparse
     W = n + 1
     length = array("i", [0]) * len(cls)  # complex registers: instructions at which they are live
     members: list[list[int]] = [[] for _ in range(N_CLASSES)]
@@ -238,15 +241,10 @@ def _sweep(blocks: tuple, n: int, complex_: list, cls: bytes, qof: array, live_i
         k0, k1 = bounds[b], bounds[b + 1]
         if k0 < k1:
             steps = tpos[k0:k1]
-            first: dict[int, int] = {}
-            touched: dict[int, None] = {}
-            for j in steps:
-                dd, uu = touching[j]
-                for r in dd:
-                    if r not in first:
-                        first[r] = j
-                touched.update(dict.fromkeys(dd))
-                touched.update(dict.fromkeys(uu))
+            # the block's reads and first definitions (the summaries'): what it mentions (the
+            # order of ``touched`` only orders sums)
+            reads, first = seen[b]
+            touched = {**reads, **first}
             through = lm & ~mask_of([qof[r] for r in touched]) if lm else 0
         else:
             steps = None

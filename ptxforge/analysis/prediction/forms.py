@@ -61,13 +61,51 @@ _ENDS_RUN = (Terminator, Barrier, Call, OrdersMemory)
 
 
 def _counts(body) -> tuple[Counter, Counter]:
-    defs: Counter = Counter()
-    uses: Counter = Counter()
+    """Definitions and reads per register name (what ``Instruction.defs`` and ``uses`` list,
+    repeats counted).  An instruction of at most one register result whose other operands are
+    registers, addresses and literals is read from its operands directly; building every
+    instruction's defs and uses tuples took half of :func:`sass_forms` on large kernels."""
+    defs: dict = {}
+    uses: dict = {}
+    dget, uget = defs.get, uses.get
+    Instruction, Register, Address = ir.Instruction, ir.Register, ir.Address
+    plain = _NO_REGISTERS
     for st in body:
-        if isinstance(st, ir.Instruction):
-            defs.update(r.name for r in st.defs)
-            uses.update(r.name for r in st.uses)
-    return defs, uses
+        if not isinstance(st, Instruction):
+            continue
+        ops, nd = st.operands, st.ndefs
+        names: list | None = None
+        if nd == 0 or (nd == 1 and type(ops[0]) is Register
+                       and not st.opcode.startswith(ir.READ_WRITE_OPCODES)):
+            names = []
+            for o in ops[nd:]:
+                t = type(o)
+                if t is Register:
+                    names.append(o.name)
+                elif t is Address:
+                    if type(o.base) is Register:
+                        names.append(o.base.name)
+                elif t not in plain:
+                    names = None   # a vector, a negated predicate: the general path
+                    break
+        if names is None:
+            for r in st.defs:
+                n = r.name
+                defs[n] = dget(n, 0) + 1
+            names = [r.name for r in st.uses]
+        else:
+            if nd:
+                n = ops[0].name
+                defs[n] = dget(n, 0) + 1
+            if st.guard is not None:
+                names.append(st.guard.register.name)
+        for n in names:
+            uses[n] = uget(n, 0) + 1
+    return Counter(defs), Counter(uses)
+
+
+#: Operand classes that name no register.
+_NO_REGISTERS = frozenset({ir.Immediate, ir.SpecialReg, ir.Symbol, ir.LabelRef, ir.Raw})
 
 
 def _written_between(body: list, j: int, k: int, operands) -> bool:
@@ -118,12 +156,9 @@ def _shared_load(st) -> bool:
     """An unguarded scalar load of a shared variable at a constant offset."""
     if not isinstance(st, ir.Instruction) or st.guard is not None or st.ndefs != 1:
         return False
-    op, addr = st.op, st.operands[1] if len(st.operands) > 1 else None
-    mem = op.info.memory if op.info is not None else None
-    return (mem is not None and mem.direction == "load" and op.space == "shared"
-            and op.vector == 1 and not op.has("volatile", "acquire")
-            and isinstance(addr, ir.Address) and isinstance(addr.base, ir.Symbol)
-            and isinstance(st.operands[0], ir.Register))
+    addr = st.operands[1] if len(st.operands) > 1 else None
+    return (_opcode_facts(st.op)[0] and isinstance(addr, ir.Address)
+            and isinstance(addr.base, ir.Symbol) and isinstance(st.operands[0], ir.Register))
 
 
 def _ends_run(st) -> bool:
@@ -131,12 +166,25 @@ def _ends_run(st) -> bool:
     atomic that may reach shared memory."""
     if not isinstance(st, ir.Instruction):
         return True
-    op = st.op
-    if any(op.has_trait(t) for t in _ENDS_RUN):
-        return True
-    mem = op.info.memory if op.info is not None else None
-    return (mem is not None and mem.writes
-            and (op.space in (None, "shared") or mem.shared_only))
+    return _opcode_facts(st.op)[1]
+
+
+#: Per opcode text: (a scalar shared load with no ordering, ends a run of loads).
+_FACTS: dict = {}
+
+
+def _opcode_facts(op) -> tuple[bool, bool]:
+    """What :func:`_shared_load` and :func:`_ends_run` read from the opcode alone, once per
+    opcode text."""
+    facts = _FACTS.get(op.text)
+    if facts is None:
+        mem = op.info.memory if op.info is not None else None
+        load = (mem is not None and mem.direction == "load" and op.space == "shared"
+                and op.vector == 1 and not op.has("volatile", "acquire"))
+        ends = any(op.has_trait(t) for t in _ENDS_RUN) or (
+            mem is not None and mem.writes and (op.space in (None, "shared") or mem.shared_only))
+        facts = _FACTS[op.text] = (bool(load), bool(ends))
+    return facts
 
 
 def _windows(body: list, defs: Counter) -> list:

@@ -69,8 +69,10 @@ def if_convert(kernel: ir.Kernel, max_body: int = MAX_BODY) -> tuple[ir.Kernel, 
     i = 0
     while i < len(body):
         stmt = body[i]
-        target = _target(stmt) if isinstance(stmt, ir.Instruction) else None
-        if target is None or stmt.family != "bra" or stmt.guard is None:
+        # a guarded bra with a label operand (the label looked up for those only)
+        target = _target(stmt) if isinstance(stmt, ir.Instruction) \
+            and stmt.guard is not None and stmt.family == "bra" else None
+        if target is None:
             out.append(stmt)
             i += 1
             continue

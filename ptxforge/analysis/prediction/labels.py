@@ -32,19 +32,32 @@ def named_labels(body) -> set:
         >>> sorted(named_labels(body))
         ['L']
     """
+    if body is _LAST[0]:   # the view and the prediction's block length ask for one body
+        return set(_LAST[1])
     named: set = set()
     texts = []
+    add = named.add
+    Instruction, naming, plain = ir.Instruction, (ir.LabelRef, ir.Symbol), _PLAIN
     for stmt in body:
-        if isinstance(stmt, ir.Instruction):
+        if type(stmt) is Instruction or isinstance(stmt, Instruction):
             for op in stmt.operands:
-                if isinstance(op, (ir.LabelRef, ir.Symbol)):
-                    named.add(op.name)
+                if type(op) not in plain and isinstance(op, naming):
+                    add(op.name)
         elif isinstance(stmt, ir.Directive):
             texts.append(stmt.text)
     if texts:
         joined = " ".join(texts)
         named.update(s.name for s in body if isinstance(s, ir.Label) and s.name in joined)
+    if type(body) is tuple:   # immutable, and kept alive here: its identity is not reused
+        _LAST[:] = [body, frozenset(named)]
     return named
+
+
+#: Operand classes that are never a label or symbol (the fast path of :func:`named_labels`).
+_PLAIN = frozenset({ir.Register, ir.Immediate, ir.Address, ir.SpecialReg, ir.Vector,
+                    ir.Negated})
+#: :func:`named_labels`' last ``[body, names]``.
+_LAST: list = [None, frozenset()]
 
 
 def named_labels_only(body: tuple) -> tuple:

@@ -113,6 +113,9 @@ class _Prepared(NamedTuple):
     uses: dict
     reads: list
     held: set
+    #: Per instruction: :func:`fold_kind`, or ``"offset"`` for a constant-offset add read only
+    #: as an address and not held (``offsets``), or None: what each view's plan starts from.
+    folds: list
 
 
 def _single_source(inst: ir.Instruction):
@@ -198,27 +201,31 @@ def _held_offsets(insts, reads: list) -> set:
     return held
 
 
-def _sink(body, names: set):
-    """``body`` with the definitions of ``names`` (each defined once) moved right after the
-    last warp shuffle before the first instruction that reads them, where that instruction is
-    in the definition's basic block (elsewhere they stay)."""
-    body = list(body)
-    targets = {op.name for stmt in body if isinstance(stmt, ir.Instruction)
+def _sink(body, names: set) -> list:
+    """The positions of ``body`` in a new order: the definitions of ``names`` (each defined
+    once) moved right after the last warp shuffle before the first instruction that reads
+    them, where that instruction is in the definition's basic block (elsewhere they stay)."""
+    Instruction, Register, Address = ir.Instruction, ir.Register, ir.Address
+    targets = {op.name for stmt in body if isinstance(stmt, Instruction)
                for op in stmt.operands if isinstance(op, ir.LabelRef)}
     defs: dict = {}
     at: dict = {}  # definition position -> where it goes (after that position)
     last_shfl = last_edge = -1
     for n, stmt in enumerate(body):
-        if not isinstance(stmt, ir.Instruction):
+        if not isinstance(stmt, Instruction):
             if isinstance(stmt, ir.Label) and stmt.name in targets:  # a block starts
                 last_edge = n
             continue
         for op in stmt.operands[stmt.ndefs:]:
-            for r in ir.registers_in(op):
+            t = type(op)   # registers_in, without a generator for the usual operands
+            regs = (op,) if t is Register else () if t in _NO_REGISTERS else \
+                ((op.base,) if type(op.base) is Register else ()) if t is Address \
+                else tuple(ir.registers_in(op))
+            for r in regs:
                 d = defs.pop(r.name, None)
                 if d is not None:
                     at[d] = max(last_shfl, d) if last_edge < d else d
-        if stmt.ndefs == 1 and isinstance(stmt.operands[0], ir.Register) \
+        if stmt.ndefs == 1 and isinstance(stmt.operands[0], Register) \
                 and stmt.operands[0].name in names:
             defs[stmt.operands[0].name] = n
         if stmt.family == "shfl":
@@ -227,11 +234,13 @@ def _sink(body, names: set):
             last_edge = n
     after: dict = {}
     for d, n in at.items():
-        after.setdefault(n, []).append(body[d])
+        after.setdefault(n, []).append(d)
+    order = []
     for n, stmt in enumerate(body):
         if n not in at or at[n] == n:
-            yield stmt
-        yield from (d for d in after.get(n, ()) if d is not stmt)
+            order.append(n)
+        order.extend(d for d in after.get(n, ()) if body[d] is not stmt)
+    return order
 
 
 def _address_only(uses: list) -> bool:
@@ -430,7 +439,7 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None,
     prep = base.prepared if base is not None else None
     if prep is None or prep.source is not kernel or prep.offsets != ("offset" in kinds):
         prep = _prepare(kernel, "offset" in kinds)
-    body, insts, ndefs, uses, reads, held = prep[2:]
+    body, insts, ndefs, uses, reads, _, folds = prep[2:]
     # name -> ("free", None) | ("remat", source operand) | ("alias", Register)
     plan: dict = {}
     folded: Counter = Counter()
@@ -441,7 +450,8 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None,
     uniform: set = set()
     if "warp-uniform" in kinds:
         # what another kind takes out is left to it (the same effect, its own name)
-        other = {i.operands[0].name for i in insts if fold_kind(i) in kinds}
+        other = {i.operands[0].name for i, f in zip(insts, folds)
+                 if f is not None and f != "offset" and f in kinds}
         uniform = {name for name in _warp_uniform(kernel, insts, reads, cfg)
                    if name not in plan and (ndefs[name] != 1 or name not in other)}
         if uniform:
@@ -450,17 +460,10 @@ def sass_view(kernel: ir.Kernel, *, kinds=KINDS, cfg=None,
             and set(kinds) - set(base.kinds) <= {"uniform", "warp-uniform"} \
             and set(base.kinds) <= set(kinds):
         return base   # the extra kinds fold nothing: the plan below is the base's
-    for inst in insts:
-        if uniform and inst.ndefs == 1 and isinstance(inst.operands[0], ir.Register) \
-                and inst.operands[0].name in uniform:
-            continue
-        kind = fold_kind(inst)
-        if kind is None and "offset" in kinds:
-            root = _offset_fold(inst)
-            if root is not None and _address_only(uses.get(inst.operands[0].name, [])) \
-                    and inst.operands[0].name not in held:
-                kind = "offset"
+    for inst, kind in zip(insts, folds):
         if kind is None or kind not in kinds:
+            continue
+        if uniform and inst.operands[0].name in uniform:
             continue
         dst = inst.operands[0]
         if ndefs[dst.name] != 1:
@@ -501,10 +504,22 @@ def _prepare(kernel: ir.Kernel, offsets: bool) -> _Prepared:
     held = _held_offsets(insts, reads) if offsets else set()
     held = {name for name in held if ndefs[name] == 1}
     if held:  # ptxas computes them next to their first use (model 9)
-        body = tuple(_sink(body, held))
-        insts = [s for s in body if isinstance(s, ir.Instruction)]
-        ndefs, uses, reads = _scan(insts)
-    return _Prepared(kernel, offsets, body, insts, ndefs, uses, reads, held)
+        # the same instructions in another order: the counts and each name's kinds of use
+        # stay (their lists' order is never read), each instruction's reads go with it
+        at = [p for p, stmt in enumerate(body) if isinstance(stmt, ir.Instruction)]
+        nth = dict(zip(at, range(len(at))))
+        order = _sink(body, held)
+        body = tuple(body[p] for p in order)
+        moved = [nth[p] for p in order if p in nth]
+        insts, reads = [insts[k] for k in moved], [reads[k] for k in moved]
+    folds = list(map(fold_kind, insts))
+    if offsets:
+        for n, inst in enumerate(insts):
+            if folds[n] is None and _offset_fold(inst) is not None \
+                    and _address_only(uses.get(inst.operands[0].name, [])) \
+                    and inst.operands[0].name not in held:
+                folds[n] = "offset"
+    return _Prepared(kernel, offsets, body, insts, ndefs, uses, reads, held, folds)
 
 
 def _uniform_registers(body, names: set):
