@@ -1,11 +1,15 @@
 """The kernels of one module analysed in worker processes (``--jobs N``), in the order given.
 
-A :class:`KernelPool` forks its workers when it is made, so each worker has the parsed module
-without copying it; it must be made before any thread starts (:mod:`.analyze_compile` starts
-ptxas on one).  :meth:`KernelPool.parts` gives each kernel's PTX part (instruction mix,
-pressure, prediction: what needs no compiler) and :meth:`KernelPool.gaps` each entry's gap
-explained from the SASS (the worker traces the kernel's SASS functions, which are sent to it).
-Results come back in the kernels' order, so the output is the same bytes as with one process.
+A :class:`KernelPool` of ``jobs`` forks ``jobs - 1`` workers when it is made, so each worker has
+the parsed module without copying it; it must be made before any thread starts
+(:mod:`.analyze_compile` starts ptxas on one).  The calling process is the last of the
+``jobs``: it analyses kernels beside the workers, so its share is neither pickled nor sent,
+and with two jobs one fork is made, not two.  Every process takes the next kernel from one
+shared counter, the biggest kernels first, until none is left.  :meth:`KernelPool.parts`
+gives each kernel's PTX part (instruction mix, pressure, prediction: what needs no compiler)
+and :meth:`KernelPool.gaps` each entry's gap explained from the SASS (the SASS is sent to each
+worker once; it traces the kernels it takes).  Results are put back in the kernels' order, so
+the output is the same bytes as with one process.
 Where ``fork`` is not available the pool is not made (:func:`make_pool` gives None) and
 everything runs in the calling process.  There, :class:`KernelPart` holds one kernel's part and
 computes each piece when first read (:func:`parts_here` computes up front only the pieces it
@@ -150,75 +154,109 @@ def parts_here(chosen: list, tgt: str, progress, upfront: Optional[tuple] = None
     return parts, {"liveness": _Known(parts, "liveness"), "pressures": _Known(parts, "pressure")}
 
 
-def _part(i: int) -> tuple:
-    k = _SHARED["chosen"][i]
-    mix, _, pressure, prediction = kernel_part(k, _SHARED["target"])
-    return mix, pressure, prediction   # the liveness is not kept: memory stays flat
+def _claim(work: dict, phase: str) -> Optional[int]:
+    """The next kernel (an index into ``chosen``) of ``phase`` no process has taken, or None:
+    the parent and the workers take kernels from one counter, the biggest first, so each
+    process is busy until the last kernel is taken."""
+    counter, order = work[phase]
+    with counter.get_lock():
+        k = counter.value
+        counter.value = k + 1
+    return order[k] if k < len(order) else None
 
 
-def _gap(task: tuple) -> tuple:
-    """(Gap or None, why not) of one entry, from its SASS functions."""
+def _parts_share(work: dict) -> list:
+    """``[(index, (mix, pressure, prediction))]`` of the kernels this process took."""
+    out = []
+    while (i := _claim(work, "parts")) is not None:
+        mix, _, pressure, prediction = kernel_part(work["chosen"][i], work["target"])
+        out.append((i, (mix, pressure, prediction)))   # the liveness is not kept: memory flat
+    return out
+
+
+def _gaps_share(work: dict, sass, stats: dict) -> list:
+    """``[(index, (Gap or None, why not))]`` of the entries this process took."""
+    out = []
+    while (i := _claim(work, "gaps")) is not None:
+        k = work["chosen"][i]
+        if k.name in stats and sass.has(k.name):   # else ptxas or the SASS lacks it
+            out.append((i, _gap(work, k, sass, stats)))
+    return out
+
+
+def _worker_parts(_task) -> list:
+    return _parts_share(_SHARED)
+
+
+def _worker_gaps(task: tuple) -> list:
+    return _gaps_share(_SHARED, *task)
+
+
+def _gap(work: dict, k: ir.Kernel, sass, stats: dict) -> tuple:
+    """(Gap or None, why not) of entry ``k``, from its SASS functions."""
     from ptxforge.analysis.liveness import analyze_liveness
     from ptxforge.analysis.pressure import analyze_pressure
+    from ptxforge.toolchain.sass import SassLiveness
 
     from .sass import kernel_reports
     from .sass_trace import PtxLines
 
-    i, sass, stats = task
-    k = _SHARED["chosen"][i]
-    if "lines" not in _SHARED:
-        _SHARED["lines"] = PtxLines(_SHARED["text"])
+    if "lines" not in work:
+        work["lines"] = PtxLines(work["text"])
+    fns = tuple(sass.function(n) for n in sass.call_graph(k.name) if sass.has(n))
+    sub = SassLiveness(arch=sass.arch, tool=sass.tool, version=sass.version, functions=fns,
+                       line_info=sass.line_info, ptx_lines=sass.ptx_lines)
     live = analyze_liveness(k)
     pressure = analyze_pressure(k, liveness=live)
     try:
-        rep = kernel_reports({k.name: stats}, sass, _SHARED["module"],
-                             _SHARED["text"], [k], lines=_SHARED["lines"],
-                             liveness={k.name: live}, pressures={k.name: pressure})[0]
+        rep = kernel_reports({k.name: stats[k.name]}, sub, work["module"], work["text"], [k],
+                             lines=work["lines"], liveness={k.name: live},
+                             pressures={k.name: pressure})[0]
     except PtxforgeError as exc:
         return None, f"the SASS could not be read ({str(exc).splitlines()[0]})"
     return rep.gap, None
 
 
 class KernelPool:
-    """Worker processes holding one module (see the module docstring)."""
+    """Worker processes holding one module (see the module docstring); ``jobs`` processes in
+    all: ``jobs - 1`` workers and this one, which analyses its share while they do theirs."""
 
     def __init__(self, module: ir.Module, chosen: list, tgt: str, text: str, jobs: int) -> None:
-        _SHARED.clear()
-        _SHARED.update(module=module, chosen=list(chosen), target=tgt, text=text)
-        self._chosen, self._target = list(chosen), tgt
         import multiprocessing
 
-        self._pool = multiprocessing.get_context("fork").Pool(jobs)
-        _SHARED.clear()   # the workers have their copy; the parent keeps nothing alive
+        ctx = multiprocessing.get_context("fork")
+        biggest = sorted(range(len(chosen)), key=lambda i: -len(chosen[i].instructions))
+        self._work = dict(module=module, chosen=list(chosen), target=tgt, text=text,
+                          parts=(ctx.Value("i", 0), biggest),
+                          gaps=(ctx.Value("i", 0), [i for i in biggest if chosen[i].is_entry]))
+        _SHARED.clear()
+        _SHARED.update(self._work)
+        self._chosen, self._target = list(chosen), tgt
+        self._pool = ctx.Pool(jobs - 1)
+        _SHARED.clear()   # the workers have their copy
         self.jobs = jobs
-
-    def _chunk(self) -> int:
-        return max(1, len(self._chosen) // (self.jobs * 8))
 
     def parts(self) -> list:
         """The :class:`KernelPart` of every kernel, in order (mix, pressure and prediction
-        computed by the workers; the liveness is not kept)."""
-        out = self._pool.map(_part, range(len(self._chosen)), chunksize=self._chunk())
-        return [KernelPart(k, self._target, mix=mix, pressure=pressure, prediction=prediction)
-                for k, (mix, pressure, prediction) in zip(self._chosen, out)]
+        computed by the workers and this process; the liveness is not kept)."""
+        theirs = self._pool.map_async(_worker_parts, range(self.jobs - 1), chunksize=1)
+        got = dict(_parts_share(self._work))
+        for share in theirs.get():
+            got.update(share)
+        return [KernelPart(k, self._target, mix=got[i][0], pressure=got[i][1],
+                           prediction=got[i][2]) for i, k in enumerate(self._chosen)]
 
     def gaps(self, sass, stats: dict) -> dict:
         """``{name: (Gap or None, why not)}`` of every entry, from the build's
-        :class:`~ptxforge.toolchain.sass.SassLiveness` ``sass`` and ``{name: KernelStats}``."""
-        from ptxforge.toolchain.sass import SassLiveness
-
-        tasks, names = [], []
-        for i, k in enumerate(self._chosen):
-            if not k.is_entry or k.name not in stats or not sass.has(k.name):
-                continue
-            fns = tuple(sass.function(n) for n in sass.call_graph(k.name) if sass.has(n))
-            sub = SassLiveness(arch=sass.arch, tool=sass.tool, version=sass.version,
-                               functions=fns, line_info=sass.line_info,
-                               ptx_lines=sass.ptx_lines)
-            tasks.append((i, sub, stats[k.name]))
-            names.append(k.name)
-        out = self._pool.map(_gap, tasks, chunksize=self._chunk())
-        return dict(zip(names, out))
+        :class:`~ptxforge.toolchain.sass.SassLiveness` ``sass`` and ``{name: KernelStats}``
+        (an entry ptxas or the SASS does not have is left out); the SASS is sent to each
+        worker once."""
+        theirs = self._pool.map_async(_worker_gaps, [(sass, stats)] * (self.jobs - 1),
+                                      chunksize=1)
+        got = dict(_gaps_share(self._work, sass, stats))
+        for share in theirs.get():
+            got.update(share)
+        return {self._chosen[i].name: got[i] for i in sorted(got)}
 
     def close(self) -> None:
         """Stop the workers."""

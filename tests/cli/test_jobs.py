@@ -63,6 +63,46 @@ def test_the_pool_is_used_for_a_big_file(many, monkeypatch):
         analyze_pressure(k).peak.units for k in entries]
 
 
+def test_the_parent_and_the_worker_share_the_kernels(many, monkeypatch, tmp_path):
+    """Two jobs are this process and one worker, taking kernels from one counter: each kernel
+    is analysed once, some here and some in the worker (this process waits, at its first
+    kernel, until the worker has taken one), and the parts come back in the kernels' order."""
+    import os
+    import time
+
+    from ptxforge.ptx.parse import parse
+
+    monkeypatch.setattr(kernel_pool, "MIN_INSTRUCTIONS", 0)
+    log, parent, real = tmp_path / "taken.txt", os.getpid(), kernel_pool.kernel_part
+
+    def taken() -> list:
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    def marked(k, tgt):
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()} {k.name}\n")
+        deadline = time.monotonic() + 30
+        while os.getpid() == parent and time.monotonic() < deadline and \
+                all(int(pid) == parent for pid, _ in taken()):
+            time.sleep(0.01)
+        return real(k, tgt)
+
+    monkeypatch.setattr(kernel_pool, "kernel_part", marked)
+    text = many.read_text()
+    entries = [k for k in parse(text).kernels if k.is_entry]
+    pool = kernel_pool.make_pool(parse(text), entries, "sm_80", text, jobs=2)
+    try:
+        parts = pool.parts()
+    finally:
+        pool.close()
+    pids = {int(pid) for pid, _ in taken()}
+    assert parent in pids and len(pids) == 2
+    assert sorted(name for _, name in taken()) == sorted(k.name for k in entries)
+    assert [p.kernel.name for p in parts] == [k.name for k in entries]
+    assert [p.pressure.peak.units for p in parts] == [
+        analyze_pressure(k).peak.units for k in entries]
+
+
 def test_analyze_several_files_and_a_folder(build, many, capsys):
     code, out, err = run(capsys, "analyze", build, many, "--no-compile", "--json", "--jobs", 2)
     assert code == 0, err
