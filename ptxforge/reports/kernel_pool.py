@@ -1,4 +1,4 @@
-"""The kernels of one module analysed in N processes (``--jobs N``: this one and N − 1 workers), in the order given.
+"""The kernels of one module analysed in N processes (``--jobs N``), in the order given.
 
 A :class:`KernelPool` of ``jobs`` forks ``jobs - 1`` workers when it is made, so each worker has
 the parsed module without copying it; it must be made before any thread starts
