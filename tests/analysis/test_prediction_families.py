@@ -1,7 +1,7 @@
 """The prediction on code it has never seen (issue 29): a fast slice of the family corpus
 (``tests/support/family_corpus.py``, one family or more per compiler, held-out and training
 families both), whole-program ptxas as the truth; the figures must not drop below the ones
-measured for ptxforge-predict/12 and stated in docs/prediction.md (the full table:
+measured for ptxforge-predict/13 and stated in docs/prediction.md (the full table:
 ``python bench/bench_prediction_families.py``)."""
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def test_the_band_and_the_out_of_depth_flag():
     assert deep and calm  # long straight-line wavelets are flagged, small kernels are not
     assert all("cdf97" in r.id or "haar" in r.id or "cdf53" in r.id for r in deep)
     assert BAND[0] < 1 < BAND[1] and DEEP_BAND[0] < 1 < DEEP_BAND[1]
-    assert MODEL.startswith("ptxforge-predict/12")
+    # model 13 (loops ptxas unrolls) moves no kernel of the slice: its figures are model 12's
+    assert MODEL.startswith("ptxforge-predict/13")
     assert [size_class(n) for n in (8, 16, 17, 64, 65, 129)] == [
         "<=16", "<=16", "17-32", "33-64", "65-128", ">128"]
 
