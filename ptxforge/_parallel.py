@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
-__all__ = ["default_jobs", "ordered_imap", "ordered_map", "can_fork"]
+__all__ = ["default_jobs", "kernel_jobs", "ordered_imap", "ordered_map", "can_fork"]
 
 
 def default_jobs() -> int:
@@ -32,6 +32,21 @@ def default_jobs() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def kernel_jobs(jobs: Optional[int], compiling: bool) -> int:
+    """The processes that analyse one file's kernels: ``jobs`` as given, else the cores, less
+    the one the compiler runs on (ptxas, then nvdisasm) where the file is compiled beside the
+    analysis: on two cores a second analysing process only competes with ptxas.
+
+    Example::
+
+        >>> kernel_jobs(3, True), kernel_jobs(None, False) == default_jobs()
+        (3, True)
+    """
+    if jobs is not None:
+        return jobs
+    return max(1, default_jobs() - (1 if compiling else 0))
 
 
 def can_fork() -> bool:

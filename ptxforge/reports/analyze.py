@@ -259,7 +259,7 @@ def _analyze_module(module: ir.Module, spec: LaunchSpec, compile: bool, kernel, 
         explain = len(chosen) <= SUMMARY_ABOVE
     side = early.side if early is not None and early.target == tgt else None
     pool = (None if early or run.parts == ()    # the pool forks before ptxas starts
-            else make_pool(module, chosen, tgt, ptx, run.jobs))
+            else make_pool(module, chosen, tgt, ptx, run.jobs, compiling=compile))
     try:
         if compile and side is None:
             from .analyze_compile import start_compile

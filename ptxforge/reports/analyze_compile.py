@@ -352,10 +352,11 @@ def early_compile(text: str, target, request: Optional[CompileRequest], run
 
 
 def _pool_possible(jobs: Optional[int]) -> bool:
-    """Whether the kernel pool may fork workers for ``jobs`` (None: the cores)."""
-    from ptxforge._parallel import can_fork, default_jobs
+    """Whether the kernel pool may fork workers for ``jobs`` (None: the cores less the one ptxas
+    runs on, :func:`~ptxforge._parallel.kernel_jobs`)."""
+    from ptxforge._parallel import can_fork, kernel_jobs
 
-    return (default_jobs() if jobs is None else jobs) > 1 and can_fork()
+    return kernel_jobs(jobs, True) > 1 and can_fork()
 
 
 FUNC_NOTE = ("figures of the relocatable build, where a .func keeps its own code; "

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from ptxforge._parallel import can_fork, default_jobs
+from ptxforge._parallel import can_fork, kernel_jobs
 from ptxforge.errors import PtxforgeError
 from ptxforge.ptx import ir
 
@@ -265,12 +265,12 @@ class KernelPool:
 
 
 def make_pool(module: ir.Module, chosen: list, tgt: str, text: Optional[str],
-              jobs: Optional[int]) -> Optional[KernelPool]:
-    """A :class:`KernelPool` for ``chosen`` when ``jobs`` (None: :func:`default_jobs`) is
-    above 1, there are several kernels with enough instructions to pay for the workers, and
-    ``fork`` is available; None otherwise (analyse in this process)."""
-    jobs = default_jobs() if jobs is None else jobs
-    jobs = min(jobs, len(chosen))
+              jobs: Optional[int], compiling: bool = False) -> Optional[KernelPool]:
+    """A :class:`KernelPool` for ``chosen`` when ``jobs`` (None: :func:`kernel_jobs`, the
+    cores, less one where ``compiling``: ptxas runs beside the pool) is above 1, there are
+    several kernels with enough instructions to pay for the workers, and ``fork`` is
+    available; None otherwise (analyse in this process)."""
+    jobs = min(kernel_jobs(jobs, compiling), len(chosen))
     if jobs <= 1 or text is None or sum(len(k.instructions) for k in chosen) < MIN_INSTRUCTIONS:
         return None
     return KernelPool(module, chosen, tgt, text, jobs) if can_fork() else None

@@ -170,3 +170,27 @@ def test_run_options_refuse_a_bad_value_by_name(field, value, words):
     with pytest.raises(PtxforgeError) as exc:
         RunOptions(**{field: value})
     assert words in str(exc.value)
+
+
+def test_the_default_leaves_the_compiler_a_core(many, monkeypatch):
+    """With no ``--jobs``, one file's kernels go to the cores less the one ptxas (then
+    nvdisasm) runs on where the file is compiled, and to every core where it is not; a
+    ``--jobs`` given is taken as given."""
+    from ptxforge import _parallel
+    from ptxforge.ptx.parse import parse
+    from ptxforge.reports import analyze_compile
+
+    monkeypatch.setattr(kernel_pool, "MIN_INSTRUCTIONS", 0)
+    monkeypatch.setattr(_parallel, "default_jobs", lambda: 2)
+    assert (_parallel.kernel_jobs(None, True), _parallel.kernel_jobs(None, False)) == (1, 2)
+    assert _parallel.kernel_jobs(2, True) == 2
+    text = many.read_text()
+    m = parse(text)
+    entries = [k for k in m.kernels if k.is_entry]
+    assert kernel_pool.make_pool(m, entries, "sm_80", text, None, compiling=True) is None
+    pool = kernel_pool.make_pool(m, entries, "sm_80", text, None, compiling=False)
+    assert pool is not None and pool.jobs == 2
+    pool.close()
+    assert not analyze_compile._pool_possible(None)   # so a big file compiles before its parse
+    monkeypatch.setattr(_parallel, "default_jobs", lambda: 3)
+    assert analyze_compile._pool_possible(None) == _parallel.can_fork()
