@@ -6,36 +6,13 @@ per-instruction live counts, on hand-made PTX and on CUDA C++ compiled with NVRT
 
 from __future__ import annotations
 
-import pathlib
-import subprocess
-import tempfile
+from prediction_sass import compiled, scheduled
 
 from ptxforge import parse
 from ptxforge.analysis.prediction import predict_registers
 from ptxforge.analysis.prediction.forms import division_results, expand_divisions
 from ptxforge.ptx import ir
 from ptxforge.ptx import types as T
-from ptxforge.toolchain.sass import sass_liveness
-
-
-def _compiled(ptx: str) -> tuple[dict, object]:
-    """({kernel: ptxas's count}, the SASS liveness) of ``ptx`` (whole-program, sm_80)."""
-    from kernel_corpus import corpus_ptxas
-    from prediction_variants import _ptxas
-
-    exe, _ = corpus_ptxas()
-    with tempfile.TemporaryDirectory() as d:
-        src, out = pathlib.Path(d) / "k.ptx", pathlib.Path(d) / "k.cubin"
-        src.write_text(ptx)
-        subprocess.run([exe, "-arch=sm_80", str(src), "-o", str(out)], check=True,
-                       capture_output=True, timeout=300)
-        return _ptxas(ptx, "sm_80"), sass_liveness(out, line_info=False)
-
-
-def _scheduled(p) -> int:
-    """The prediction's scheduled peak: what it says SASS holds at once, R1 not counted."""
-    return sum(p.component(n).registers for n in ("ptx live", "no-register values",
-                                                   "scheduling"))
 
 
 def _one_division(op: str) -> str:
@@ -70,10 +47,10 @@ def test_one_division_by_a_parameter_holds_the_sass_peak_against_ptxas():
     # and predicted 9 for all four.
     for op, peak in (("div.s32", 8), ("rem.s32", 8), ("div.u32", 6), ("rem.u32", 6)):
         ptx = _one_division(op)
-        truth, sass = _compiled(ptx)
+        truth, sass = compiled(ptx)
         assert sass.function("k").peak().count - 1 == peak, op
         p = predict_registers(parse(ptx).kernel("k"))
-        assert _scheduled(p) == peak, (op, p.summary())
+        assert scheduled(p) == peak, (op, p.summary())
         assert abs(p.registers - truth["k"]) <= 0.1 * truth["k"], (op, p.summary(), truth)
         assert "integer division" in p.component("scheduling").detail
     # a literal divisor is a multiply-high in SASS: no temporaries
@@ -122,13 +99,13 @@ def test_divisions_in_cuda_index_arithmetic_against_the_sass():
     from ptxforge.frontends.cuda_source import compile_cuda
 
     ptx = compile_cuda(_DIVISIONS, "divisions.cu", "sm_80", ["-std=c++17"])
-    truth, sass = _compiled(ptx)
+    truth, sass = compiled(ptx)
     kernels = parse(ptx).kernels
     assert len(kernels) == 5
     for k in kernels:
         p = predict_registers(k)
         peak = sass.function(k.name).peak().count - 1
-        assert abs(_scheduled(p) - peak) <= 3, (k.name, p.summary(), peak)
+        assert abs(scheduled(p) - peak) <= 3, (k.name, p.summary(), peak)
         if k.name == "_Z6bucketIjEvPKT_PS0_S0_i":   # 11 against 12 (model 11: 9)
             assert abs(p.registers - truth[k.name]) <= 0.1 * truth[k.name], p.summary()
 

@@ -7,35 +7,12 @@ here."""
 
 from __future__ import annotations
 
-import pathlib
-import subprocess
-import tempfile
+from prediction_sass import compiled, scheduled
 
 from ptxforge import parse
 from ptxforge.analysis.prediction import predict_registers
 from ptxforge.analysis.prediction.unroll import unroll_loops
 from ptxforge.arch.ptxas_model import UNROLL, UNROLL_BODY
-from ptxforge.toolchain.sass import sass_liveness
-
-
-def _compiled(ptx: str) -> tuple[dict, object]:
-    """({kernel: ptxas's count}, the SASS liveness) of ``ptx`` (whole-program, sm_80)."""
-    from kernel_corpus import corpus_ptxas
-    from prediction_variants import _ptxas
-
-    exe, _ = corpus_ptxas()
-    with tempfile.TemporaryDirectory() as d:
-        src, out = pathlib.Path(d) / "k.ptx", pathlib.Path(d) / "k.cubin"
-        src.write_text(ptx)
-        subprocess.run([exe, "-arch=sm_80", str(src), "-o", str(out)], check=True,
-                       capture_output=True, timeout=300)
-        return _ptxas(ptx, "sm_80"), sass_liveness(out, line_info=False)
-
-
-def _scheduled(p) -> int:
-    """The prediction's scheduled peak: what it says SASS holds at once, R1 not counted."""
-    return sum(p.component(n).registers for n in ("ptx live", "no-register values",
-                                                   "scheduling"))
 
 
 def _loop(extra: str = "", step: str = "128", loads: int = 1, fmas: int = 0,
@@ -83,7 +60,7 @@ DONE:
 def _copies_in_sass(ptx: str, loads: int) -> int:
     """How many copies of the loop's loads ptxas's SASS has (7 when unrolled x4: the loop's 4
     and tails of 2 and 1)."""
-    sass = _compiled(ptx)[1].function("k")
+    sass = compiled(ptx)[1].function("k")
     return sum(1 for i in sass.instructions if i.text.lstrip("@!P0123456 ").startswith("LDG")) \
         // loads
 
@@ -168,7 +145,7 @@ def test_row_loops_against_ptxas_and_the_sass():
     from ptxforge.frontends.cuda_source import compile_cuda
 
     ptx = compile_cuda(_LOOPS, "loops.cu", "sm_80", ["-std=c++17"])
-    truth, sass = _compiled(ptx)
+    truth, sass = compiled(ptx)
     got = {}
     for k in parse(ptx).kernels:
         p = predict_registers(k)
@@ -176,9 +153,9 @@ def test_row_loops_against_ptxas_and_the_sass():
     for name in ("_Z7row_maxPKfPfi", "_Z7row_dotPKfS0_Pfi"):
         p, peak, t = got[name]
         assert "unrolled x4" in p.component("scheduling").detail, p.summary()
-        assert abs(_scheduled(p) - peak) <= 1, (name, p.summary(), peak)
+        assert abs(scheduled(p) - peak) <= 1, (name, p.summary(), peak)
     p, peak, t = got["_Z7row_maxPKfPfi"]
     assert abs(p.registers - t) <= 0.1 * t, (p.summary(), t)
     p, peak, t = got["_Z8grid_sumPKfPfi"]
     assert "unrolled" not in p.component("scheduling").detail
-    assert abs(_scheduled(p) - peak) <= 1, (p.summary(), peak)
+    assert abs(scheduled(p) - peak) <= 1, (p.summary(), peak)
