@@ -33,7 +33,8 @@ from ptxforge.ptx import ir
 
 __all__ = ["PARTS", "KernelPart", "KernelPool", "kernel_part", "make_pool", "parts_here"]
 
-#: What the workers inherit from the parent at the fork: module, kernels, target, PTX text.
+#: What the workers inherit from the parent at the fork: module, kernels, target, PTX text, and
+#: the two counters (parts, gaps) every process takes its next kernel from.
 _SHARED: dict = {}
 #: Below this many PTX instructions in all, a pool costs more than it saves.
 MIN_INSTRUCTIONS = 4000

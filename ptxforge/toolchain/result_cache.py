@@ -14,7 +14,8 @@ this keeps each successful run's output, keyed by everything it depends on:
 A failed run (an error, a refusal, a crash) is never kept, so an error is always the tool's
 own.  Entries live in ``$PTXFORGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptxforge/results``, else
 ``~/.cache/ptxforge/results``, compressed; past ``$PTXFORGE_CACHE_MB`` (default 1024) the
-least recently used go.  ``PTXFORGE_CACHE=off`` turns it off (every run runs the tools); a
+least recently used go (looked at when a process first writes there, and again each time it
+has written another sixteenth of the limit).  ``PTXFORGE_CACHE=off`` turns it off (every run runs the tools); a
 folder that cannot be read or written is the same as no cache.  Removing the folder is
 always safe.
 
@@ -104,12 +105,30 @@ def put(kind: str, key: str, data: bytes) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        packed = zlib.compress(data, 1)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(zlib.compress(data, 1))
+            fh.write(packed)
         os.replace(tmp, path)   # whole or not at all, also with several processes writing
-        _trim()
     except OSError:
-        pass
+        return
+    _written_since_trim(len(packed))
+
+
+#: Bytes this process has put in each folder since it last trimmed it (absent: never trimmed).
+_WRITTEN: dict = {}
+
+
+def _written_since_trim(size: int) -> None:
+    """Trim the folder at this process's first put there, then once it has put another
+    sixteenth of the limit: each trim walks the whole folder, too much for every put of a
+    ``check`` over a build folder or a register-cap sweep."""
+    where = folder()
+    written = _WRITTEN.get(where)
+    if written is not None and written + size < _limit() // 16:
+        _WRITTEN[where] = written + size
+        return
+    _WRITTEN[where] = 0
+    _trim()
 
 
 def _limit() -> int:
