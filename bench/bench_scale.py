@@ -26,6 +26,8 @@ runs them (wall time of the child, sequentially):
   with ``--jobs 1`` and ``--jobs 2``, interleaved: ``--rounds`` times the ptxas loop over the
   folder, each check, the loop again (the ratio is over the two loops around it; the median
   of the rounds is the figure, and each round's load average is printed); ``ptxforge analyze --no-compile DIR`` (folder mode);
+* ``ptxforge analyze --no-compile DIR`` over every file the table timed, linked into one folder
+  (a whole build in one process; default ``--jobs`` and ``--jobs 1``) against their ptxas total;
 * ``--jobs`` scaling of ``analyze`` on the many-kernel file;
 * peak memory on the largest file: the child's max RSS (``wait4``) and the sampled sum over its
   process tree, with and without ``--jobs 2``.
@@ -174,7 +176,8 @@ def _replay(path: Path) -> int:
                                          key=lambda kv: CLASSES.index(kv[0]))]
     total = _total(summaries)
     _print_table(summaries + [total], print)
-    targets(total, saved["env"]["analyze_jobs"], print)
+    targets(total, saved["env"]["analyze_jobs"], print,
+            (saved.get("rows", {}).get("corpus_folder") or {}).get("default --jobs"))
     return 0
 
 
