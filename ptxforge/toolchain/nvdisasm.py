@@ -160,7 +160,7 @@ def run(tool: str, cubin: bytes, flags: Sequence[str]) -> str:
             fh.write(cubin)
         try:
             res = subprocess.run([tool, *flags, path], capture_output=True, text=True,
-                                 timeout=300)
+                                 timeout=300, close_fds=False)   # posix_spawn: ptxas_run.py
         except (OSError, subprocess.SubprocessError) as exc:
             raise BackendUnavailableError(f"sass: could not run {tool}: {exc}; {_INSTALL}") \
                 from None
@@ -214,7 +214,8 @@ class Started:
                 open(os.path.join(self._dir, "err"), "wb") as err:
             # files, not pipes: the waiting thread wants the interpreter's lock once
             self._proc = subprocess.Popen([tool, *self.flags, self._path], stdout=out,
-                                          stderr=err, stdin=subprocess.DEVNULL)
+                                          stderr=err, stdin=subprocess.DEVNULL,
+                                          close_fds=False)   # posix_spawn: ptxas_run.py
 
     def output(self) -> str:
         """nvdisasm's standard output (waits); PtxforgeError as :func:`run` raises it."""
