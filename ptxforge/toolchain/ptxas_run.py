@@ -72,10 +72,11 @@ def run_to_files(cmd: list, folder: str) -> tuple:
     out_path, err_path = os.path.join(folder, "ptxas.out"), os.path.join(folder, "ptxas.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         # close_fds=False lets subprocess start the tool with posix_spawn (its path given)
-        # instead of fork, which copies this process's page tables: 4 to 7 ms a process with
-        # the parsed PTX held (70 MB) against 0.5 ms, paid between one ptxas and the next in
-        # ``check`` over a folder and before nvdisasm in ``analyze``.  Nothing leaks: Python
-        # opens its files non-inheritable.
+        # instead of fork, whose start lets go of the interpreter's lock and takes it back
+        # several times, each time waiting for the analysis thread beside it: 7 ms a process
+        # against 0.6 ms with a busy thread at Python's default switch interval, paid between
+        # one ptxas and the next in ``check`` over a folder and before nvdisasm in
+        # ``analyze``.  Nothing leaks: Python opens its files non-inheritable.
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 close_fds=False)
         try:
