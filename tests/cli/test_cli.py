@@ -531,3 +531,18 @@ def test_static_shared_counts_vector_arrays_whole():
            "\t.shared .align 4 .f32 plain[8];\n\tret;\n}\n")
     module = parse(ptx)
     assert static_shared_bytes(module, module.kernel("k")) == 16 * 16 + 8 * 4
+
+
+def test_commands_run_with_a_short_thread_switch_interval_and_restore_it(monkeypatch, capsys):
+    # the thread that drives ptxas waits for the analysis thread to let go of the interpreter's
+    # lock at each step between two processes: a command runs with a short interval
+    import sys
+
+    import ptxforge.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli.occupancy, "run", lambda args: seen.append(sys.getswitchinterval()) or 0)
+    before = sys.getswitchinterval()
+    assert cli.main(["occupancy", "--regs", "32", "--block", "128"]) == 0
+    assert seen == [min(before, cli._SWITCH_INTERVAL)] and seen[0] <= 0.001
+    assert sys.getswitchinterval() == before
