@@ -50,6 +50,16 @@ import content_memo
 
 content_memo.install()
 
+# An xdist worker whose session has finished ends without tearing its heap down (the
+# controller waits for every worker to exit): tests/support/worker_exit.py.
+import worker_exit  # noqa: E402
+
+worker_exit.install()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    worker_exit.finished()
+
 
 def _gpu_reason() -> str | None:
     """None when a GPU and driver are usable, else why not."""

@@ -242,6 +242,10 @@ def target(spec: Union[str, int, Target]) -> Target:
     """
     if isinstance(spec, Target):
         return spec
+    if type(spec) is str:   # a registered name as written ("sm_80"): no parsing to do
+        found = TARGETS.get(spec)
+        if found is not None:
+            return found
     if isinstance(spec, bool) or not isinstance(spec, (str, int)):
         raise UnsupportedError(f"unknown target {spec!r}: expected a name such as 'sm_80' "
                                f"(one of {target_names()}), got a {type(spec).__name__}")

@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 import attrs
@@ -427,6 +428,7 @@ def _matches(spec: OpSpec, tokens: tuple, parts: list) -> bool:
     return len(want) < 2 or want == type_seq[:2]
 
 
+@functools.lru_cache(maxsize=16384)
 def forbidden(opcode: str) -> str:
     """Why no target accepts ``opcode`` (``cvt.rn.sat.bf16.f32``), or "" when some might."""
     parts = opcode.split(".")
@@ -436,6 +438,7 @@ def forbidden(opcode: str) -> str:
     return next((f.reason for f in spec.forbids if _matches(spec, f.tokens, parts)), "")
 
 
+@functools.lru_cache(maxsize=16384)
 def requirement(opcode: str) -> Requirement:
     """What the full dotted ``opcode`` (``cvt.rn.bf16.f64``) needs; unknown families need nothing.
 

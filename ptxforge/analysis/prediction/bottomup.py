@@ -39,7 +39,7 @@ import heapq
 from ptxforge.ptx import ir
 
 from ..liveness import analyze_liveness
-from .listsched import _dependences, _units
+from .listsched import _dependences, _unit_list
 
 __all__ = ["bottom_up_peak"]
 
@@ -51,7 +51,7 @@ def bottom_up_peak(kernel: ir.Kernel, liveness=None) -> int:
     when the caller has it.  Quadratic in a block's length: meant for blocks of a few hundred
     instructions (the prediction asks only for kernels without longer ones)."""
     lv = liveness if liveness is not None else analyze_liveness(kernel)
-    units = [_units(r) for r in lv.registers]
+    units = _unit_list(lv.registers)
     at = lv.series("at")
     insts = lv.cfg.instructions
     uses_all, defs_all = lv.instruction_uses, lv.instruction_defs

@@ -48,8 +48,15 @@ from typing import NamedTuple
 import attrs
 
 from ptxforge.ptx import ir
-from ptxforge.ptx.opcodes import (SPACES, Barrier, OrdersMemory, Terminator,
-                                    WarpCollective, families_with, opcode_of)
+from ptxforge.ptx.opcodes import (
+    SPACES,
+    Barrier,
+    OrdersMemory,
+    Terminator,
+    WarpCollective,
+    families_with,
+    opcode_of,
+)
 
 from ..liveness import analyze_liveness
 
@@ -109,6 +116,19 @@ def _facts(op: str) -> tuple:
 
 def _units(r: ir.Register) -> int:
     return 0 if r.type.is_pred else max(r.units, 1)
+
+
+def _unit_list(registers: Sequence) -> list:
+    """:func:`_units` of each register, computed once per distinct type (a kernel has tens of
+    thousands of registers and a handful of types)."""
+    by_type: dict = {}
+    out = []
+    for r in registers:
+        u = by_type.get(r.type)
+        if u is None:
+            u = by_type[r.type] = _units(r)
+        out.append(u)
+    return out
 
 
 class _Graph(NamedTuple):
@@ -491,7 +511,7 @@ def list_schedule(kernel: ir.Kernel, budget: int, stop_at: int | None = None,
     the caller has it."""
     lv = liveness if liveness is not None else analyze_liveness(kernel)
     insts = lv.cfg.instructions
-    units = [_units(r) for r in lv.registers]
+    units = _unit_list(lv.registers)
     before = lv.series("before")
     at = lv.series("at")
     defs = lv.instruction_defs
