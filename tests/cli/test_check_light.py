@@ -153,7 +153,8 @@ def test_without_a_budget_file_no_full_name_is_demangled(build):
 
 def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(build, monkeypatch):
     """With ``jobs=1`` ptxas compiles file N + 1 while file N is analysed: every file's
-    compile starts once, in order, before the analysis of the file before it; the figures are
+    compile starts once, in order, and its ptxas process has begun before the analysis of
+    the file before it does (that analysis would slow the compile's start); the figures are
     those of the worker processes."""
     from ptxforge.reports import analyze, analyze_compile
 
@@ -179,13 +180,20 @@ def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(buil
         finally:
             running[0] -= 1
 
+    from ptxforge.toolchain import ptxas_run
+
+    began = ptxas_run.announce_started
+    monkeypatch.setattr(ptxas_run, "announce_started", lambda: events.append(
+        ("launched", sum(kind == "launched" for kind, _ in events))) or began())
     monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")     # ptxas itself, every time
     monkeypatch.setattr(backends, "run_to_files", counted)
     units = collect([str(build)], jobs=1, reads=())
     assert most[0] == 1                   # one ptxas at a time, beside the analysis
     assert [n for kind, n in events if kind == "start"] == [p.name for p in paths]
+    assert [n for kind, n in events if kind == "launched"] == list(range(len(paths)))
     for k, p in enumerate(paths[:-1]):    # file k + 1 compiles while file k is analysed
         assert events.index(("start", paths[k + 1].name)) < events.index(("analyse", p.name))
+        assert events.index(("launched", k + 1)) < events.index(("analyse", p.name))
     monkeypatch.undo()
     apart = collect([str(build)], jobs=2, reads=())
     assert [u.figures for u in units] == [u.figures for u in apart]
