@@ -203,27 +203,27 @@ def collect(paths: Sequence, *, spec: Union[LaunchSpec, str, None] = None,
 
 def _in_turn(tasks: list, jobs: Optional[int], keep_going: bool):
     """:func:`_one_or_error` of each task in turn, in this process, with the next PTX file's
-    compile started before this one is analysed: ptxas works on file N + 1 while the analysis
-    of file N runs, as it does beside the parse of one file.  One compiler at a time: ptxas
-    starts on file N + 1 once it has ended on file N.  The analysis of file N waits until
-    that ptxas process has begun: the compile thread's steps up to it (the options, the
-    temporary folder, the process's start) would otherwise share the interpreter's lock with
-    the analysis, and ptxas would start about twice as late (the analysis, shorter than a
-    compile, loses nothing by waiting)."""
+    compile under way before this one is analysed: ptxas works on file N + 1 while the
+    analysis of file N runs, as it does beside the parse of one file.  One compiler at a
+    time: the compile of file N + 1 is made ready (its options, its temporary folder) while
+    ptxas works on file N and starts its process the moment that one has ended.  The analysis
+    of file N waits until the process of file N + 1 has begun: the compile thread's last
+    steps would otherwise share the interpreter's lock with the analysis, and ptxas would
+    start about twice as late (the analysis, shorter than a compile, loses nothing)."""
     ahead = _start_ahead(tasks[0]) if tasks else None
     for i, task in enumerate(tasks):
         mine = ahead
-        if mine is not None:
-            mine[1].side.wait_for_compiler()
-        ahead = _start_ahead(tasks[i + 1]) if i + 1 < len(tasks) else None
+        after = mine[1].side.wait_for_compiler if mine is not None else None
+        ahead = _start_ahead(tasks[i + 1], after) if i + 1 < len(tasks) else None
         if ahead is not None:
             ahead[1].side.wait_for_launch()
         yield _one_or_error(task, jobs, keep_going, mine)
 
 
-def _start_ahead(task: tuple) -> Optional[tuple]:
-    """``(text, EarlyCompile)`` of a PTX task that compiles, ptxas started on it; None for
-    other tasks and for a file that cannot be read (its own turn reports that)."""
+def _start_ahead(task: tuple, after=None) -> Optional[tuple]:
+    """``(text, EarlyCompile)`` of a PTX task that compiles, ptxas started on it (its process
+    once ``after()`` returns, when given); None for other tasks and for a file that cannot be
+    read (its own turn reports that)."""
     kind, what, _, spec, compile, _, _ = task
     if kind != "ptx" or not compile:
         return None
@@ -231,7 +231,7 @@ def _start_ahead(task: tuple) -> Optional[tuple]:
 
     try:
         text = _read(what).decode("utf-8", errors="replace")
-        started = start_early(text, spec.target, None, False, 1)
+        started = start_early(text, spec.target, None, False, 1, after)
     except PtxforgeError:
         return None
     return None if started is None else (text, started)

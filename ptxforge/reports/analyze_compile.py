@@ -204,25 +204,26 @@ def _constant_banks(compiled) -> dict:
 
 
 def _build(request: CompileRequest, source, tgt: str, options, prefetch,
-           ended: threading.Event, launched: threading.Event) -> CompiledResult:
+           ended: threading.Event, launched: threading.Event, after=None) -> CompiledResult:
     """The compile on its thread; ``prefetch`` (a bool, or a function asked once when the cubin
     exists) says whether to read the SASS at once; ``ended`` is set when ptxas has written
     the cubin, ``launched`` when the ptxas process has started, each also when the compile is
-    over."""
+    over; ``after()``, when given, is waited for just before ptxas starts."""
     try:
-        return _build_and_read(request, source, tgt, options, prefetch, ended, launched)
+        return _build_and_read(request, source, tgt, options, prefetch, ended, launched, after)
     finally:
         launched.set()
         ended.set()
 
 
 def _build_and_read(request: CompileRequest, source, tgt: str, options, prefetch,
-                    ended: threading.Event, launched: threading.Event) -> CompiledResult:
+                    ended: threading.Event, launched: threading.Event,
+                    after=None) -> CompiledResult:
     from ptxforge.toolchain.modes import relocatable_notes
     from ptxforge.toolchain.ptxas_run import when_cubin_written
 
     if not prefetch:
-        with when_cubin_written(lambda path: ended.set(), launched.set):
+        with when_cubin_written(lambda path: ended.set(), launched.set, after):
             compiled = request.compile(source, tgt, options)
         sass = None
     else:   # nvdisasm starts the moment ptxas has written the cubin, not after its log is read
@@ -242,7 +243,7 @@ def _build_and_read(request: CompileRequest, source, tgt: str, options, prefetch
             ended.set()
 
         try:
-            with when_cubin_written(written, launched.set):
+            with when_cubin_written(written, launched.set, after):
                 compiled = request.compile(source, tgt, options)
         except BaseException:
             _discard(started)
@@ -276,9 +277,9 @@ def _discard(started: list) -> None:
 
 
 def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
-           prune=lambda options: options) -> CompiledSide:
+           prune=lambda options: options, after=None) -> CompiledSide:
     """The compile of :func:`start_compile` and :func:`start_early` on its thread
-    (``prefetch``: see :func:`_build`)."""
+    (``prefetch`` and ``after``: see :func:`_build`)."""
     from ptxforge.toolchain.compile import CompileRequest
 
     request = request or CompileRequest()
@@ -290,7 +291,7 @@ def _start(source, request: Optional[CompileRequest], tgt: str, prefetch,
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     ended, launched = threading.Event(), threading.Event()
     return CompiledSide(pool.submit(_build, request, source, tgt, options, prefetch, ended,
-                                    launched), pool, bool(prefetch), ended, launched)
+                                    launched, after), pool, bool(prefetch), ended, launched)
 
 
 #: Above this many kernels ``analyze`` prints the summary table only (``--full`` for all), so
@@ -318,14 +319,16 @@ class EarlyCompile:
 
 
 def start_early(text: str, target, request: Optional[CompileRequest], explain: Optional[bool],
-                jobs: Optional[int] = None) -> Optional[EarlyCompile]:
+                jobs: Optional[int] = None, after=None) -> Optional[EarlyCompile]:
     """ptxas started on the whole of ``text`` before it is parsed, the way
     :func:`start_compile` would start it after (every kernel chosen: the options are the
     request's as given), so the parse and the analysis run beside it; None for a text over
     :data:`EARLY_BYTES` that the kernel pool may analyse (``jobs``, None: the cores, above 1
     and ``fork`` available).  ``target`` is the launch spec's (None: the PTX's ``.target``).
     The CLI calls it before it imports the analysis and hands it over in
-    :class:`~ptxforge.reports.run_options.RunOptions` ``started``."""
+    :class:`~ptxforge.reports.run_options.RunOptions` ``started``.  ``after()``, when given,
+    is waited for just before the ptxas process starts (everything before it done):
+    ``check --jobs 1`` passes the previous file's :meth:`CompiledSide.wait_for_compiler`."""
     import re
 
     from ptxforge.arch.targets import resolve_target
@@ -337,8 +340,8 @@ def start_early(text: str, target, request: Optional[CompileRequest], explain: O
     entries = len(re.findall(r"\.entry\s", text))
     if explain is None:
         explain = entries <= SUMMARY_ABOVE
-    return EarlyCompile(side=_start(text, request, tgt, bool(explain and entries)), target=tgt,
-                        text=text, request=request)
+    return EarlyCompile(side=_start(text, request, tgt, bool(explain and entries), after=after),
+                        target=tgt, text=text, request=request)
 
 
 def early_compile(text: str, target, request: Optional[CompileRequest], run

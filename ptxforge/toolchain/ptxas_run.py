@@ -27,13 +27,16 @@ _HOOKS = threading.local()
 
 
 @contextlib.contextmanager
-def when_cubin_written(callback, started=None):
+def when_cubin_written(callback, started=None, gate=None):
     """Within this block, on this thread, ``callback(path)`` runs the moment a ptxas executable
     has written a cubin at ``path``, before anything else reads it (the file is removed once
     the compile returns: a callback that wants it later links or copies it).  ``analyze``
     starts nvdisasm there, so nothing of the compile's own work delays it.  ``started()``,
     when given, runs the moment the ptxas process has started (``analyze`` lets the
     analysis go on from there: until then it would only slow the compile's start).
+    ``gate()``, when given, runs just before the ptxas process starts, everything else of
+    the compile done (``check --jobs 1`` waits there for the previous file's ptxas to end,
+    so the next one starts the moment it does).
 
     Example::
 
@@ -41,12 +44,13 @@ def when_cubin_written(callback, started=None):
         ...     PtxasBackend().compile(ptx, "sm_80", CompileOptions())
         /tmp/ptxforge-x1y2/kernel.cubin
     """
-    before = (getattr(_HOOKS, "callback", None), getattr(_HOOKS, "started", None))
-    _HOOKS.callback, _HOOKS.started = callback, started
+    before = (getattr(_HOOKS, "callback", None), getattr(_HOOKS, "started", None),
+              getattr(_HOOKS, "gate", None))
+    _HOOKS.callback, _HOOKS.started, _HOOKS.gate = callback, started, gate
     try:
         yield
     finally:
-        _HOOKS.callback, _HOOKS.started = before
+        _HOOKS.callback, _HOOKS.started, _HOOKS.gate = before
 
 
 def announce_started() -> None:
@@ -65,12 +69,16 @@ def announce_cubin(path: str) -> None:
 
 def run_to_files(cmd: list, folder: str) -> tuple:
     """Run ``cmd`` with its output in files under ``folder``: ``(exit status, stdout then
-    stderr)``; the start hook fires once the process has begun.  Files, not pipes: the
+    stderr)``; the gate hook runs just before the process starts, the start hook once it
+    has begun.  Files, not pipes: the
     waiting thread sleeps in one ``waitpid`` and wants the interpreter's lock once, where
     reading pipes wakes it (and waits for the lock, held by the analysis running beside the
     compile) at every chunk of ptxas's log."""
     out_path, err_path = os.path.join(folder, "ptxas.out"), os.path.join(folder, "ptxas.err")
+    gate = getattr(_HOOKS, "gate", None)
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        if gate is not None:
+            gate()
         # close_fds=False lets subprocess start the tool with posix_spawn (its path given)
         # instead of fork, whose start lets go of the interpreter's lock and takes it back
         # several times, each time waiting for the analysis thread beside it: 7 ms a process

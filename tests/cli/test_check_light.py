@@ -166,25 +166,25 @@ def test_one_job_starts_the_next_files_compile_ahead_and_compiles_each_once(buil
         ("start", name[text])) or start(text, *rest))
     monkeypatch.setattr(analyze, "analyze_ptx", lambda text, *rest, **kw: events.append(
         ("analyse", name[text])) or analyse(text, *rest, **kw))
-    from ptxforge.toolchain import backends
+    from ptxforge.toolchain import backends, ptxas_run
 
     running, most = [0], [0]
-    run_ptxas = backends.run_to_files
+    run_ptxas, began = backends.run_to_files, ptxas_run.announce_started
 
-    def counted(*args):    # how many ptxas processes run at once (each made slower)
+    def started():    # a ptxas process has begun (each made slower: an overlap would show)
         running[0] += 1
         most[0] = max(most[0], running[0])
+        events.append(("launched", sum(kind == "launched" for kind, _ in events)))
+        time.sleep(0.02)
+        began()
+
+    def counted(*args):
         try:
-            time.sleep(0.02)
             return run_ptxas(*args)
         finally:
             running[0] -= 1
 
-    from ptxforge.toolchain import ptxas_run
-
-    began = ptxas_run.announce_started
-    monkeypatch.setattr(ptxas_run, "announce_started", lambda: events.append(
-        ("launched", sum(kind == "launched" for kind, _ in events))) or began())
+    monkeypatch.setattr(ptxas_run, "announce_started", started)
     monkeypatch.setenv("PTXFORGE_TOOL_CACHE", "off")     # ptxas itself, every time
     monkeypatch.setattr(backends, "run_to_files", counted)
     units = collect([str(build)], jobs=1, reads=())
