@@ -29,6 +29,11 @@ bytecode_cache.install()
 # it on in a folder of its own.
 os.environ["PTXFORGE_CACHE"] = "off"
 
+# Triton 3.9 warns once per process that its default FP fusion (on) will change in 3.10; the
+# tests' Triton kernels are compiled with fusion on, as they always were, whatever the version
+# (the warning landed in whichever test compiled Triton first in a worker).
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
 # The cyclic collector runs a full collection less often in the test processes: a worker holds
 # large caches for the whole session (parsed corpora, the reference schedules, hypothesis's
 # engine), and every full collection walked them (about 12% of the CPU of test_strict +
