@@ -220,13 +220,10 @@ def _corpus_folder_row(env, corpus, files: dict, tmp: Path, timeout: float, log)
     ``--jobs 1``, against the same files' ptxas total from the table."""
     folder = tmp / "every-class"
     folder.mkdir(exist_ok=True)
-    ptxas_total = 0.0
-    for cls, recs in files.items():
-        for r in recs:
-            if r["analyzed"]:
-                (folder / f"{cls}-{r['file']}").symlink_to(corpus.folder / cls / r["file"])
-                ptxas_total += r["ptxas"]
-    n = len(os.listdir(folder))
+    timed = [(cls, r) for cls, recs in files.items() for r in recs if r["analyzed"]]
+    for cls, r in timed:
+        (folder / f"{cls}-{r['file']}").symlink_to(corpus.folder / cls / r["file"])
+    ptxas_total, n = sum(r["ptxas"] for _, r in timed), len(timed)
     out: dict = {"files": n, "ptxas_total": ptxas_total}
     log(f"\nanalyze --no-compile over the {n} timed files in one folder (one process; "
         f"their ptxas total {ptxas_total:.2f} s)")
